@@ -1,0 +1,18 @@
+"""PyShark: data-parallel kernels in plain Python.
+
+The same module runs as Python (with `pyshark.prelude`), on every CPU core, or
+on a GPU through OpenCL. `Wrapper` compiles and invokes a module's entries.
+"""
+from .errors import CompileError, ShapeError
+
+__version__ = "0.1.0"
+
+__all__ = ["CompileError", "ShapeError", "Wrapper", "__version__"]
+
+
+def __getattr__(name):
+    # Imported lazily so that `import pyshark.prelude` stays light.
+    if name == "Wrapper":
+        from .wrapper import Wrapper
+        return Wrapper
+    raise AttributeError(f"module 'pyshark' has no attribute {name!r}")
