@@ -1,0 +1,216 @@
+"""Scalar operators with numpy 2 typing and weak constants.
+
+Weak operands are folded at compile time with Python semantics (they are
+Python numbers in Python mode too); a weak operand beside a typed one takes its
+type; two typed operands must have one type. Every function emits into
+`ctx.b` and returns a ScalarV.
+
+`ctx` is the translator's expression context: it has `.b` (Builder), `.src`
+(SourceInfo) and `.loc(node)`.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import libcst as cst
+
+from ..core import ir
+from ..core.types import BOOL, F32, F64, I64, ScalarType
+from .coerce import const_fits, const_value, weak_to
+from .values import ArrayV, ScalarV, TupleV, Value, type_name, weak
+
+ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
+BITWISE = {"band", "bor", "bxor", "shl", "shr"}
+COMPARE = set(ir.COMPARISONS)
+
+SYMBOL = {
+    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
+    "pow": "**", "band": "&", "bor": "|", "bxor": "^", "shl": "<<", "shr": ">>",
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+    "land": "and", "lor": "or", "min": "min", "max": "max", "atan2": "atan2",
+}
+
+_PY_FOLD = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
+    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
+    "pow": operator.pow, "band": operator.and_, "bor": operator.or_, "bxor": operator.xor,
+    "shl": operator.lshift, "shr": operator.rshift,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+    "gt": operator.gt, "ge": operator.ge,
+    "land": lambda a, b: a and b, "lor": lambda a, b: a or b,
+}
+
+
+def expect_scalar(ctx, v: Value, node: cst.CSTNode, what: str) -> ScalarV:
+    if isinstance(v, ScalarV):
+        return v
+    if isinstance(v, ArrayV):
+        raise ctx.src.error(node, f"{what} is not defined on arrays in v1",
+                            hint="apply it element by element with ps.map")
+    raise ctx.src.error(node, f"{what} is not defined on tuples or records")
+
+
+def _fold(ctx, op: str, a, b, node: cst.CSTNode) -> ScalarV:
+    """Python semantics for two weak constants."""
+    if isinstance(a, bool) and isinstance(b, bool) and op not in COMPARE | {"land", "lor", "band", "bor", "bxor"}:
+        raise ctx.src.error(node, f"arithmetic '{SYMBOL[op]}' on bool values is not supported",
+                            hint="convert with int(...) first")
+    try:
+        return weak(_PY_FOLD[op](a, b))
+    except ZeroDivisionError:
+        raise ctx.src.error(node, "division by zero in a constant expression") from None
+    except (OverflowError, ValueError) as exc:
+        raise ctx.src.error(node, f"constant expression cannot be evaluated: {exc}") from None
+
+
+def unify(ctx, op: str, x: ScalarV, y: ScalarV, node: cst.CSTNode,
+          x_node: cst.CSTNode | None = None, y_node: cst.CSTNode | None = None) -> tuple[ScalarV, ScalarV]:
+    """Both operands at one type (a weak one takes the typed one's type).
+
+    A weak float beside a typed integer gives f64 (numpy 2: int32 * 0.5 is
+    float64), so the integer operand is converted."""
+    x_node, y_node = x_node or node, y_node or node
+    if x.weak and not y.weak:
+        x, y, x_node, y_node, swapped = y, x, y_node, x_node, True
+    else:
+        swapped = False
+    # now: either both typed, or x typed / y weak (or both weak, handled by callers)
+    if not x.weak and y.weak:
+        t = x.type
+        yv = y.atom.value
+        if t.is_int and isinstance(yv, float):
+            x = convert(ctx, F64, x, node)
+            y = ScalarV(ir.Const(float(yv), F64))
+        elif t.is_bool != isinstance(yv, bool):
+            raise ctx.src.error(y_node, f"'{SYMBOL.get(op, op)}' between {type_name(t)} and a "
+                                        f"{type_name(y.type)} constant", hint="convert explicitly")
+        else:
+            y = weak_to(y, t, ctx.src, y_node)
+    elif not x.weak and not y.weak and x.type is not y.type:
+        if swapped:
+            x, y, x_node, y_node = y, x, y_node, x_node
+        # hint: convert the integer operand to the float type, else the
+        # right operand to the left one's type
+        if x.type.is_float and not y.type.is_float:
+            target, other_node = x.type, y_node
+        elif y.type.is_float and not x.type.is_float:
+            target, other_node = y.type, x_node
+        else:
+            target, other_node = x.type, y_node
+        raise ctx.src.error(node, f"mixed-type arithmetic {type_name(x.type)} {SYMBOL.get(op, op)} "
+                                  f"{type_name(y.type)}; convert one operand explicitly",
+                            hint=f"e.g. {type_name(target)}({ctx.src.code(other_node)})")
+    return (y, x) if swapped else (x, y)
+
+
+def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
+          x_node: cst.CSTNode | None = None, y_node: cst.CSTNode | None = None) -> ScalarV:
+    """x op y for a surface operator name (see SYMBOL; 'truediv' is `/`)."""
+    x = expect_scalar(ctx, x, x_node or node, f"operator '{SYMBOL.get(op, op)}'")
+    y = expect_scalar(ctx, y, y_node or node, f"operator '{SYMBOL.get(op, op)}'")
+    if x.weak and y.weak and op in _PY_FOLD:
+        return _fold(ctx, op, x.atom.value, y.atom.value, node)
+    if x.weak and y.weak:          # min/max/atan2 of two constants: numpy gives f64/i64
+        x, y = ScalarV(x.atom), ScalarV(y.atom)
+        if x.type is not y.type:
+            x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
+    x, y = unify(ctx, op, x, y, node, x_node, y_node)
+    t = x.type
+    sym = SYMBOL.get(op, op)
+    if t.is_bool and op not in COMPARE | {"land", "lor", "band", "bor", "bxor", "min", "max"}:
+        raise ctx.src.error(node, f"operator '{sym}' is not defined on bool", hint="convert with int(...)")
+    if op in ("land", "lor") and not t.is_bool:
+        raise ctx.src.error(node, f"'{sym}' needs bool operands, not {type_name(t)}",
+                            hint="compare explicitly, e.g. x != 0")
+    if op in BITWISE and t.is_float:
+        raise ctx.src.error(node, f"operator '{sym}' is not defined on {type_name(t)}")
+    if op in ("shl", "shr") and t.is_bool:
+        raise ctx.src.error(node, f"operator '{sym}' is not defined on bool")
+    if op == "atan2" and not t.is_float:
+        raise ctx.src.error(node, f"atan2 needs float arguments, not {type_name(t)}",
+                            hint=f"convert first, e.g. ps.f64(...)")
+    if op == "truediv":
+        if not t.is_float:
+            x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
+        op = "div"
+    loc = ctx.loc(node)
+    return ScalarV(ctx.b.bind1(ir.BinOp(op, x.atom, y.atom), "t", loc))
+
+
+_PY_UNFOLD = {"neg": operator.neg, "bnot": operator.invert, "not": operator.not_}
+FLOAT_UNOPS = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+               "atan", "sinh", "cosh", "tanh", "floor", "ceil", "round", "trunc", "isnan", "isinf"}
+
+
+def unop(ctx, op: str, x: Value, node: cst.CSTNode, fold_weak: bool = True) -> ScalarV:
+    """A unary operator or math function (ir.UNOPS names).
+
+    `-c`, `~c` and `not c` of a weak constant stay weak (Python numbers);
+    prelude math functions return numpy scalars, so callers pass
+    fold_weak=False and a weak argument is first fixed at its default type."""
+    x = expect_scalar(ctx, x, node, f"'{op}'")
+    if x.weak and fold_weak and op in _PY_UNFOLD:
+        v = x.atom.value
+        if op != "not" and isinstance(v, bool):
+            raise ctx.src.error(node, f"'{op}' on a bool constant is not supported")
+        if op == "bnot" and isinstance(v, float):
+            raise ctx.src.error(node, "'~' is not defined on floats")
+        return weak(_PY_UNFOLD[op](v))
+    if x.weak and fold_weak and op == "abs":
+        return weak(abs(x.atom.value))
+    if x.weak:
+        x = ScalarV(x.atom)
+    t = x.type
+    if op == "not" and not t.is_bool:
+        raise ctx.src.error(node, f"'not' needs a bool operand, not {type_name(t)}",
+                            hint="compare explicitly, e.g. x == 0")
+    if op == "bnot" and not t.is_int:
+        raise ctx.src.error(node, f"'~' needs an integer operand, not {type_name(t)}")
+    if op in ("neg", "abs", "sign") and t.is_bool:
+        raise ctx.src.error(node, f"'{op}' is not defined on bool")
+    if op in FLOAT_UNOPS and not t.is_float:
+        raise ctx.src.error(node, f"ps.{op} needs a float argument, not {type_name(t)}",
+                            hint=f"convert first, e.g. ps.f64(...)")
+    return ScalarV(ctx.b.bind1(ir.UnOp(op, x.atom), "t", ctx.loc(node)))
+
+
+def convert(ctx, t: ScalarType, x: Value, node: cst.CSTNode) -> ScalarV:
+    """numpy conversion `t(x)`: a constant argument folds to a typed constant."""
+    x = expect_scalar(ctx, x, node, f"conversion to {type_name(t)}")
+    if isinstance(x.atom, ir.Const) and x.weak:
+        v = x.atom.value
+        if t.is_bool:
+            return ScalarV(ir.Const(bool(v), BOOL))
+        if t.is_int:
+            if isinstance(v, float):
+                if math.isnan(v) or math.isinf(v):
+                    raise ctx.src.error(node, f"cannot convert {v} to {type_name(t)}")
+                v = int(v)          # truncates toward zero, as numpy does
+            if not const_fits(int(v), t):
+                raise ctx.src.error(node, f"{v} does not fit {type_name(t)}")
+            return ScalarV(ir.Const(int(v), t))
+        return ScalarV(ir.Const(const_value(v, t), t))
+    if x.type is t:
+        return ScalarV(x.atom)
+    return ScalarV(ctx.b.bind1(ir.Convert(t, x.atom), "t", ctx.loc(node)))
+
+
+def branch_types(ctx, x: Value, y: Value, node: cst.CSTNode) -> tuple[Value, Value]:
+    """The two branches of a conditional expression at one type: a weak
+    branch takes the other branch's type (as conformance relu_all needs)."""
+    if isinstance(x, ScalarV) and isinstance(y, ScalarV):
+        if x.weak and y.weak:
+            if x.type is y.type:
+                return x, y
+            return ScalarV(x.atom), ScalarV(y.atom)  # mismatch reported by caller
+        if x.weak:
+            return weak_to(x, y.type, ctx.src, node), y
+        if y.weak:
+            return x, weak_to(y, x.type, ctx.src, node)
+        return x, y
+    if isinstance(x, TupleV) and isinstance(y, TupleV) and len(x.elems) == len(y.elems):
+        pairs = [branch_types(ctx, a, b, node) for a, b in zip(x.elems, y.elems)]
+        return (TupleV(tuple(p[0] for p in pairs), x.record),
+                TupleV(tuple(p[1] for p in pairs), y.record))
+    return x, y

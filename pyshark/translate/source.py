@@ -1,0 +1,73 @@
+"""Source files, positions and located CompileErrors.
+
+Every error the translator raises goes through `SourceInfo.error(node, ...)`, so
+each one names file:line:col and shows the line with a caret.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+
+from ..core.ir import Loc
+from ..errors import CompileError
+
+
+@dataclass
+class SourceInfo:
+    filename: str
+    text: str
+    wrapper: MetadataWrapper
+
+    @staticmethod
+    def parse(text: str, filename: str) -> "SourceInfo":
+        try:
+            module = cst.parse_module(text)
+        except cst.ParserSyntaxError as exc:
+            line = exc.raw_line
+            col = max(exc.raw_column, 0)
+            lines = text.splitlines()
+            src = lines[line - 1] if 0 < line <= len(lines) else None
+            raise CompileError(f"syntax error: {exc.message}", filename, line, col, src) from None
+        return SourceInfo(filename, text, MetadataWrapper(module))
+
+    @property
+    def module(self) -> cst.Module:
+        return self.wrapper.module
+
+    def __post_init__(self):
+        self.lines = self.text.splitlines()
+        self.positions = self.wrapper.resolve(PositionProvider)
+        self.qualnames = self.wrapper.resolve(QualifiedNameProvider)
+
+    def loc(self, node: cst.CSTNode) -> Loc:
+        pos = self.positions.get(node)
+        if pos is None:
+            return Loc(self.filename, 0, 0)
+        return Loc(self.filename, pos.start.line, pos.start.column)
+
+    def error(self, node: cst.CSTNode | None, message: str, hint: str | None = None) -> CompileError:
+        """A CompileError located at `node` (raise it: `raise src.error(...)`)."""
+        if node is None:
+            return CompileError(message, self.filename, 0, 0, None, hint)
+        loc = self.loc(node)
+        src = self.lines[loc.line - 1] if 0 < loc.line <= len(self.lines) else None
+        return CompileError(message, self.filename, loc.line, loc.col, src, hint)
+
+    def qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """Fully qualified names libcst resolves for a Name/Attribute node,
+        e.g. {'pyshark.prelude.map'} for `ps.map`, {'builtins.len'} for `len`."""
+        out = set()
+        found = self.qualnames.get(node, ())
+        if callable(found):          # libcst resolves qualified names lazily
+            found = found()
+        for q in found:
+            name = q.name
+            if q.source.name == "BUILTIN" and not name.startswith("builtins."):
+                name = "builtins." + name
+            out.add(name)
+        return out
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
