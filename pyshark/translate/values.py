@@ -106,6 +106,12 @@ class FunV:
 Value = Union[ScalarV, TupleV, ArrayV]
 
 
+@dataclass(frozen=True)
+class TypeArg:
+    """A type used as an argument, as in `ps.highest(ps.f32)`."""
+    stype: SType
+
+
 def value_stype(v: Value) -> SType:
     if isinstance(v, ArrayV):
         return v.stype
