@@ -1,0 +1,472 @@
+"""Argument conversion and result rebuilding by surface type (SType).
+
+Every backend goes through the same three steps, so results compare equal:
+1. `convert_arg`: a user value (Python/numpy scalar, numpy array, nested
+   list, structured array, TupleArray, tuple, record) -> a *canonical* value:
+   numpy scalars of the exact type, C-contiguous numpy arrays of the exact
+   dtype and rank, and tuples (records are tuples of their fields; an array
+   of tuples/records is a tuple of per-field arrays, struct of arrays).
+2. `flatten_value` / `unflatten_value`: canonical <-> the flat list of core
+   values, in `flatten_stype` order (what compiled code and the core
+   interpreter take and return).
+3. `to_output`: canonical -> what users get back: numpy scalars, n-d numpy
+   arrays, tuples, NamedTuple records and structured arrays for arrays of
+   tuples/records.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from pyshark.core.types import (
+    BOOL, F32, F64, ScalarType, SArray, SRecord, SScalar, SType, STuple, stype_base, stype_rank)
+from pyshark.errors import InternalCompilerError, ShapeError
+
+
+class Where:
+    """Names the value being converted in error messages: parameter 'v.x'."""
+
+    def __init__(self, kind: str, path: str):
+        self.kind, self.path = kind, path
+
+    def sub(self, suffix: str) -> "Where":
+        return Where(self.kind, self.path + suffix)
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.path!r}"
+
+
+def _where(w) -> Where:
+    return w if isinstance(w, Where) else Where("parameter", str(w))
+
+
+def _tname(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"numpy array of {v.dtype} with rank {v.ndim}"
+    if isinstance(v, np.generic):
+        return f"numpy.{type(v).__name__}"
+    return type(v).__name__
+
+
+def lift(st: SType, k: int) -> SType:
+    """Array^k of st."""
+    for _ in range(k):
+        st = SArray(st)
+    return st
+
+
+def fields_of(st: STuple | SRecord) -> list[tuple[str, SType]]:
+    """(name, type) pairs; tuples use the structured-array names f0, f1, ..."""
+    if isinstance(st, SRecord):
+        return list(st.fields)
+    return [(f"f{i}", t) for i, t in enumerate(st.elems)]
+
+
+# ---------------------------------------------------------------------------
+# Scalars
+
+
+def convert_scalar(t: ScalarType, v, where, *, lenient: bool = False):
+    """A Python/numpy scalar -> numpy scalar of type t, range-checked."""
+    where = _where(where)
+    if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.names is None:
+        v = v[()]
+    is_bool = isinstance(v, (bool, np.bool_))
+    if t is BOOL:
+        if is_bool:
+            return np.bool_(v)
+        raise TypeError(f"{where}: expected bool, got {_tname(v)}")
+    if is_bool:
+        raise TypeError(f"{where}: expected {t}, got bool")
+    if t.is_int:
+        if isinstance(v, (int, np.integer)):
+            iv = int(v)
+            info = np.iinfo(t.dtype)
+            if not info.min <= iv <= info.max:
+                raise OverflowError(f"{where}: {iv} does not fit {t} (range {info.min}..{info.max})")
+            return t.numpy_type(iv)
+        if lenient and isinstance(v, np.floating) and float(v).is_integer():
+            return convert_scalar(t, int(v), where)
+        raise TypeError(f"{where}: expected {t}, got {_tname(v)}")
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        with np.errstate(over="ignore"):
+            return t.numpy_type(v)
+    raise TypeError(f"{where}: expected {t}, got {_tname(v)}")
+
+
+# ---------------------------------------------------------------------------
+# Arrays of scalars
+
+
+def _check_range(a: np.ndarray, t: ScalarType, where: Where) -> None:
+    if a.size == 0:
+        return
+    info = np.iinfo(t.dtype)
+    lo, hi = int(a.min()), int(a.max())
+    if lo < info.min or hi > info.max:
+        bad = lo if lo < info.min else hi
+        raise OverflowError(f"{where}: element {bad} does not fit {t} (range {info.min}..{info.max})")
+
+
+def _numpy_cast_ok(src: np.dtype, t: ScalarType, lenient: bool) -> bool:
+    if src.kind == "b" or t is BOOL:
+        return False          # bools convert to and from nothing else
+    if np.can_cast(src, t.dtype, "safe"):
+        return True
+    if src == np.dtype(np.float64) and t is F32:
+        return True           # the documented rounding case
+    if lenient:
+        return src.kind in "iu" or (src.kind == "f" and t.is_float)
+    return False
+
+
+def _from_ndarray(t: ScalarType, k: int, a: np.ndarray, where: Where, lenient: bool):
+    if a.dtype.names is not None:
+        raise TypeError(f"{where}: expected an array of {t}, got a structured array")
+    if a.ndim != k:
+        raise TypeError(f"{where}: expected a rank-{k} array of {t}, got a rank-{a.ndim} array")
+    if a.dtype == t.dtype:
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if not _numpy_cast_ok(a.dtype, t, lenient):
+        raise TypeError(f"{where}: expected an array of {t} ({t.dtype}), got an array of "
+                        f"{a.dtype}; convert it with .astype(numpy.{t.dtype})")
+    if t.is_int and a.dtype.kind in "iu" and not np.can_cast(a.dtype, t.dtype, "safe"):
+        _check_range(a, t, where)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.ascontiguousarray(a.astype(t.dtype))
+
+
+def _pad_empty(a: np.ndarray, k: int) -> np.ndarray:
+    """`[]` (or `[[], []]`) for a rank-k parameter: the missing dims are 0."""
+    return a.reshape(a.shape + (0,) * (k - a.ndim))
+
+
+def _from_list(t: ScalarType, k: int, value, where: Where, lenient: bool):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = np.array(value)
+    except ValueError as exc:
+        raise ShapeError(f"{where}: irregular nested list, not a regular rank-{k} array "
+                         f"({exc})") from None
+    except OverflowError:
+        raise OverflowError(f"{where}: an element does not fit {t}") from None
+    if a.dtype.names is not None:
+        raise TypeError(f"{where}: expected an array of {t}, got a list of structured values")
+    if a.size == 0 and a.ndim <= k and a.dtype.kind in "fiub":
+        return np.zeros(_pad_empty(a, k).shape, t.dtype)
+    if a.ndim != k:
+        raise TypeError(f"{where}: expected a rank-{k} array of {t}, got a nested list of rank {a.ndim}")
+    kind = a.dtype.kind
+    if kind == "O":
+        flat = a.ravel().tolist()
+        if t.is_int and all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
+            raise OverflowError(f"{where}: an element does not fit {t}")
+        raise TypeError(f"{where}: expected an array of {t}, got a list with elements of "
+                        f"type {', '.join(sorted({type(x).__name__ for x in flat}))}")
+    ok = ((kind == "b" and t is BOOL) or (kind in "iu" and not t is BOOL)
+          or (kind == "f" and t.is_float) or (lenient and kind == "f" and t.is_int and
+                                              bool(np.all(np.floor(a) == a))))
+    if not ok:
+        raise TypeError(f"{where}: expected an array of {t}, got a list of {_kind_name(kind)}")
+    if t.is_int and kind in "iuf":
+        _check_range(a, t, where)
+    with np.errstate(over="ignore"):
+        return np.ascontiguousarray(a.astype(t.dtype))
+
+
+def _kind_name(kind: str) -> str:
+    return {"b": "bools", "i": "ints", "u": "ints", "f": "floats", "U": "strings",
+            "c": "complex numbers"}.get(kind, "values")
+
+
+def _scalar_array(t: ScalarType, k: int, value, where: Where, lenient: bool):
+    if isinstance(value, np.ndarray):
+        return _from_ndarray(t, k, value, where, lenient)
+    if isinstance(value, (list, tuple)):
+        return _from_list(t, k, value, where, lenient)
+    raise TypeError(f"{where}: expected a rank-{k} array of {t}, got {_tname(value)}")
+
+
+# ---------------------------------------------------------------------------
+# Arrays of tuples and records (struct of arrays)
+
+
+def _is_tuple_array(v) -> bool:
+    return type(v).__name__ == "TupleArray" and hasattr(v, "fields")
+
+
+def _nested_items(value, k: int, where: Where):
+    """Shape and row-major items of a regular depth-k nesting of sequences."""
+    shape, level = [], [value]
+    for _ in range(k):
+        n, nxt = None, []
+        for item in level:
+            if not isinstance(item, (list, tuple, np.ndarray)) or _is_record_like(item):
+                raise TypeError(f"{where}: expected a rank-{k} array, got {_tname(item)} "
+                                f"at depth {len(shape)}")
+            if n is None:
+                n = len(item)
+            elif len(item) != n:
+                raise ShapeError(f"{where}: irregular nested list (rows of lengths {n} "
+                                 f"and {len(item)})")
+            nxt.extend(item)
+        shape.append(n or 0)
+        level = nxt
+    return tuple(shape), level
+
+
+def _is_record_like(v) -> bool:
+    return isinstance(v, tuple) and hasattr(type(v), "_fields")
+
+
+def _reshape_tree(tree, shape: tuple[int, ...]):
+    """Replaces the leading dimension of every leaf by `shape`."""
+    if isinstance(tree, tuple):
+        return tuple(_reshape_tree(x, shape) for x in tree)
+    return tree.reshape(shape + tree.shape[1:])
+
+
+def _struct_array(st: SArray, k: int, base, value, where: Where, lenient: bool):
+    fields = fields_of(base)
+    if isinstance(value, np.ndarray) and value.dtype.names is not None:
+        if value.ndim != k:
+            raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-"
+                            f"{value.ndim} structured array")
+        names = value.dtype.names
+        if len(names) != len(fields):
+            raise TypeError(f"{where}: expected {len(fields)} fields per element ({base!r}), "
+                            f"got a structured array with {len(names)} fields")
+        return tuple(convert_value(lift(ft, k), value[names[i]], where.sub(f".{fn}"), lenient=lenient)
+                     for i, (fn, ft) in enumerate(fields))
+    if _is_tuple_array(value):
+        if len(value.fields) != len(fields):
+            raise TypeError(f"{where}: expected {len(fields)} fields per element ({base!r}), "
+                            f"got a TupleArray with {len(value.fields)} fields")
+        rank = getattr(value, "rank", k)
+        if rank != k:
+            raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-{rank} TupleArray")
+        return tuple(convert_value(lift(ft, k), f, where.sub(f".{fn}"), lenient=lenient)
+                     for f, (fn, ft) in zip(value.fields, fields))
+    if not isinstance(value, (list, tuple)) or _is_record_like(value):
+        raise TypeError(f"{where}: expected a rank-{k} array of {base!r} (a structured array "
+                        f"or a list of tuples), got {_tname(value)}")
+    shape, items = _nested_items(value, k, where)
+    rows = [_element_fields(base, item, where) for item in items]
+    columns = []
+    for i, (fn, ft) in enumerate(fields):
+        col = convert_value(SArray(ft), [r[i] for r in rows], where.sub(f".{fn}"), lenient=lenient)
+        columns.append(_reshape_tree(col, shape))
+    return tuple(columns)
+
+
+def _element_fields(base, item, where: Where) -> list:
+    if isinstance(item, np.void) and item.dtype.names is not None:
+        item = [item[i] for i in range(len(item.dtype.names))]
+    if not isinstance(item, (list, tuple)):
+        raise TypeError(f"{where}: expected elements of type {base!r} (tuples or lists), "
+                        f"got {_tname(item)}")
+    _check_fields(base, item, where)
+    return list(item)
+
+
+def _check_fields(st, v, where: Where) -> None:
+    n = len(st.field_names) if isinstance(st, SRecord) else len(st.elems)
+    if len(v) != n:
+        raise TypeError(f"{where}: expected {n} values for {st!r}, got {len(v)}")
+    names = getattr(type(v), "_fields", None)
+    if isinstance(st, SRecord) and names is not None and tuple(names) != st.field_names:
+        raise TypeError(f"{where}: expected a {st.name} record with fields "
+                        f"{', '.join(st.field_names)}, got {type(v).__name__} with fields "
+                        f"{', '.join(names)}")
+
+
+# ---------------------------------------------------------------------------
+# Any surface type
+
+
+def convert_value(st: SType, value, where, *, lenient: bool = False):
+    """A user value -> canonical value of surface type st (see module doc).
+
+    `lenient` is for values produced by Python mode (results): it also
+    accepts same-kind numpy casts, range-checked.
+    """
+    where = _where(where)
+    if isinstance(st, SScalar):
+        return convert_scalar(st.t, value, where, lenient=lenient)
+    if isinstance(st, (STuple, SRecord)):
+        if isinstance(value, np.void) and value.dtype.names is not None:
+            value = [value[i] for i in range(len(value.dtype.names))]
+        if not isinstance(value, (tuple, list)):
+            kind = "record" if isinstance(st, SRecord) else "tuple"
+            raise TypeError(f"{where}: expected a {kind} {st!r}, got {_tname(value)}")
+        _check_fields(st, value, where)
+        if isinstance(st, SRecord):
+            return tuple(convert_value(ft, v, where.sub(f".{fn}"), lenient=lenient)
+                         for (fn, ft), v in zip(st.fields, value))
+        return tuple(convert_value(et, v, where.sub(f"[{i}]"), lenient=lenient)
+                     for i, (et, v) in enumerate(zip(st.elems, value)))
+    if isinstance(st, SArray):
+        k, base = stype_rank(st), stype_base(st)
+        if isinstance(base, SScalar):
+            return _scalar_array(base.t, k, value, where, lenient)
+        return _struct_array(st, k, base, value, where, lenient)
+    raise TypeError(f"not a surface type: {st!r}")
+
+
+def convert_arg(st: SType, value, name: str):
+    """One entry argument -> canonical; errors name the parameter."""
+    return convert_value(st, value, Where("parameter", name))
+
+
+def bind_args(entry, args: tuple, kwargs: dict) -> list:
+    """Matches args/kwargs to an ir.Entry's parameters and converts them."""
+    params = entry.params
+    names = [p.name for p in params]
+    sig = f"{entry.name}({', '.join(names)})"
+    if len(args) > len(params):
+        raise TypeError(f"{sig} takes {len(params)} argument{'s' * (len(params) != 1)}, "
+                        f"got {len(args) + len(kwargs)}")
+    values = list(args) + [_MISSING] * (len(params) - len(args))
+    for key, v in kwargs.items():
+        if key not in names:
+            raise TypeError(f"{sig} got an unexpected keyword argument {key!r}")
+        i = names.index(key)
+        if values[i] is not _MISSING:
+            raise TypeError(f"{sig} got multiple values for argument {key!r}")
+        values[i] = v
+    missing = [n for n, v in zip(names, values) if v is _MISSING]
+    if missing:
+        raise TypeError(f"{sig} takes {len(params)} argument{'s' * (len(params) != 1)}, "
+                        f"got {len(params) - len(missing)} (missing {', '.join(missing)})")
+    return [convert_arg(p.stype, v, p.name) for p, v in zip(params, values)]
+
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------------------
+# Canonical <-> flat core values
+
+
+def _parts(st: SType):
+    """The sub-types a canonical tuple of type st holds, or None for a leaf."""
+    if isinstance(st, STuple):
+        return list(st.elems)
+    if isinstance(st, SRecord):
+        return list(st.field_types)
+    if isinstance(st, SArray):
+        base = stype_base(st)
+        if isinstance(base, SScalar):
+            return None
+        k = stype_rank(st)
+        return [lift(ft, k) for _, ft in fields_of(base)]
+    return None
+
+
+def flatten_value(st: SType, canon) -> list:
+    """Canonical value -> flat core values in flatten_stype order."""
+    parts = _parts(st)
+    if parts is None:
+        return [canon]
+    return [x for pt, c in zip(parts, canon) for x in flatten_value(pt, c)]
+
+
+def unflatten_value(st: SType, flat) -> object:
+    """Flat core values (list or iterator) -> canonical value, checking types."""
+    it = iter(flat)
+    out = _unflatten(st, it)
+    if next(it, _MISSING) is not _MISSING:
+        raise InternalCompilerError(f"too many flat values for {st!r}")
+    return out
+
+
+def _unflatten(st: SType, it):
+    parts = _parts(st)
+    if parts is not None:
+        return tuple(_unflatten(pt, it) for pt in parts)
+    try:
+        v = next(it)
+    except StopIteration:
+        raise InternalCompilerError(f"too few flat values for {st!r}") from None
+    if isinstance(st, SScalar):
+        if isinstance(v, np.ndarray) and v.ndim == 0:
+            v = v[()]
+        if type(v) is not st.t.numpy_type:
+            if isinstance(v, (np.generic, int, float, bool)):
+                return st.t.numpy_type(v)
+            raise InternalCompilerError(f"backend returned {_tname(v)} for {st!r}")
+        return v
+    t, k = stype_base(st).t, stype_rank(st)
+    if not isinstance(v, np.ndarray) or v.ndim != k or v.dtype != t.dtype:
+        raise InternalCompilerError(f"backend returned {_tname(v)} for {st!r}")
+    return v
+
+
+# ---------------------------------------------------------------------------
+# Output format
+
+
+@functools.lru_cache(maxsize=None)
+def record_class(rec: SRecord) -> type:
+    """A NamedTuple-like class per record type, for compiled backends."""
+    return collections.namedtuple(rec.name, rec.field_names)
+
+
+RecordClassFor = Callable[[SRecord], type]
+
+
+def to_output(st: SType, canon, record_class_for: RecordClassFor = record_class):
+    """Canonical value -> the user-facing value (the same for every backend)."""
+    if isinstance(st, SScalar):
+        return canon if type(canon) is st.t.numpy_type else st.t.numpy_type(canon)
+    if isinstance(st, STuple):
+        return tuple(to_output(e, c, record_class_for) for e, c in zip(st.elems, canon))
+    if isinstance(st, SRecord):
+        vals = [to_output(ft, c, record_class_for) for ft, c in zip(st.field_types, canon)]
+        return record_class_for(st)(*vals)
+    base = stype_base(st)
+    if isinstance(base, SScalar):
+        return canon
+    k = stype_rank(st)
+    shape = _lead_shape(canon)[:k]
+    out = np.empty(shape, dtype=_elem_dtype(base, canon, k))
+    _fill(out, base, canon)
+    return out
+
+
+def _lead_shape(tree) -> tuple[int, ...]:
+    while isinstance(tree, tuple):
+        tree = tree[0]
+    return tree.shape
+
+
+def _elem_dtype(st: SType, tree, k: int) -> np.dtype:
+    """The numpy dtype of one element of an Array^k of st held as `tree`."""
+    m, base = stype_rank(st), stype_base(st)
+    if isinstance(base, SScalar):
+        sub = tree.shape[k:]
+        return np.dtype((base.t.dtype, sub)) if m else base.t.dtype
+    inner = np.dtype([(fn, _elem_dtype(ft, c, k + m))
+                      for (fn, ft), c in zip(fields_of(base), tree)])
+    return np.dtype((inner, _lead_shape(tree)[k:k + m])) if m else inner
+
+
+def _fill(view: np.ndarray, base, tree) -> None:
+    for (fn, ft), c in zip(fields_of(base), tree):
+        fb = stype_base(ft)
+        if isinstance(fb, SScalar):
+            view[fn] = c
+        else:
+            _fill(view[fn], fb, c)
+
+
+def output_from_value(st: SType, value, where="result", *,
+                      record_class_for: RecordClassFor = record_class, lenient: bool = True):
+    """Any accepted value (Python mode result, JSON expected value) -> output format."""
+    where = where if isinstance(where, Where) else Where("value", str(where))
+    return to_output(st, convert_value(st, value, where, lenient=lenient), record_class_for)

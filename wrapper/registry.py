@@ -1,0 +1,99 @@
+"""The one table of backends, ordered fastest first.
+
+Backends are named by a lazy "module:Class" path so that importing the
+wrapper never imports LLVM or OpenCL, and so that a native backend joins the
+table with one line. A backend whose module does not exist yet (or whose
+class says it cannot run here) is simply not available.
+"""
+from __future__ import annotations
+
+import importlib
+
+# name -> "module:Class", fastest first. The native backends are listed
+# already; they become available when their modules land.
+_BACKENDS: dict[str, str | type] = {
+    "opencl": "pyshark.codegen.opencl.backend:OpenCLBackend",
+    "cpu": "pyshark.codegen.cpu.backend:CpuBackend",
+    "core": "pyshark.wrapper.core_backend:CoreBackend",
+    "python": "pyshark.wrapper.python_backend:PythonBackend",
+}
+
+_NATIVE = ("opencl", "cpu")
+
+
+class BackendUnavailable(ValueError):
+    """A known backend that cannot be used (not built yet, or no device)."""
+
+
+def register_backend(name: str, cls: str | type, *, before: str | None = None) -> None:
+    """Adds (or replaces) a backend; `before` places it ahead of another name."""
+    if before is None or before not in _BACKENDS:
+        _BACKENDS[name] = cls
+        return
+    items = [(k, v) for k, v in _BACKENDS.items() if k != name]
+    _BACKENDS.clear()
+    for k, v in items:
+        if k == before:
+            _BACKENDS[name] = cls
+        _BACKENDS[k] = v
+
+
+def known_backends() -> list[str]:
+    """Every backend name PyShark knows, available or not, fastest first."""
+    return list(_BACKENDS)
+
+
+def _load(name: str) -> type:
+    target = _BACKENDS[name]
+    if isinstance(target, type):
+        return target
+    mod_name, _, cls_name = target.partition(":")
+    try:
+        module = importlib.import_module(mod_name)
+    except ModuleNotFoundError as exc:
+        # Only "this backend's module is missing" means not built; a missing
+        # dependency inside an existing backend is a real error.
+        if exc.name and (mod_name == exc.name or mod_name.startswith(exc.name + ".")):
+            raise BackendUnavailable(f"backend {name!r} is not built yet") from None
+        raise
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise BackendUnavailable(f"backend {name!r} is not built yet ({target} is missing)")
+    _BACKENDS[name] = cls
+    return cls
+
+
+def _usable(name: str) -> bool:
+    try:
+        cls = _load(name)
+    except BackendUnavailable:
+        return False
+    check = getattr(cls, "is_available", None)
+    return bool(check()) if callable(check) else True
+
+
+def available_backends() -> list[str]:
+    """Backends that can run here, fastest first."""
+    return [name for name in _BACKENDS if _usable(name)]
+
+
+def get_backend(name: str) -> type:
+    """The backend class for `name`: ValueError for an unknown name,
+    BackendUnavailable (a ValueError) for one that cannot run here."""
+    if name not in _BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; available backends: "
+                         f"{', '.join(available_backends())}")
+    try:
+        cls = _load(name)
+    except BackendUnavailable as exc:
+        raise BackendUnavailable(f"{exc}; available backends: "
+                                 f"{', '.join(available_backends())}") from None
+    check = getattr(cls, "is_available", None)
+    if callable(check) and not check():
+        raise BackendUnavailable(f"backend {name!r} cannot run on this machine; available "
+                                 f"backends: {', '.join(available_backends())}")
+    return cls
+
+
+def is_native(name: str) -> bool:
+    return name in _NATIVE

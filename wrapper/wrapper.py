@@ -1,0 +1,203 @@
+"""The Wrapper: compile PyShark modules once, call their entries from Python.
+
+    w = Wrapper(backend="python")      # or "core", later "cpu" / "opencl"
+    w.add_source_file("saxpy.py")
+    w.compile_and_load()               # a load, not a compile, when cached
+    w.run_saxpy(2.0, xs, ys)           # == w.invoke("run_saxpy", 2.0, xs, ys)
+
+Arguments are converted by the entry's surface types and results come back
+in one format for every backend (see convert.py).
+"""
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from pyshark.errors import CompileError
+
+from . import convert
+from .artifacts import (cache_key, cache_path, default_cache_dir, pyshark_version,
+                        read_manifest, write_atomically, write_manifest)
+from .backend import LoadedModule, Options
+from .registry import get_backend
+
+
+class UnknownEntry(AttributeError, LookupError):
+    """An entry name that no added module defines."""
+
+
+class Wrapper:
+    """Compiles PyShark modules with one backend and invokes their entries."""
+
+    def __init__(self, backend: str = "python", *, unsafe: bool = False,
+                 fastmath: bool = False, cache_dir: str | Path | None = None):
+        self._backend = get_backend(backend)(Options(unsafe=unsafe, fastmath=fastmath))
+        self.backend = backend
+        self.options = self._backend.options
+        self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+        self._sources: list[Path] = []
+        self._entries: dict[str, tuple[LoadedModule, object]] = {}
+        self._loaded = False
+        #: True when every module came from the on-disk cache (or a build output)
+        self.loaded_from_cache = False
+
+    def __repr__(self) -> str:
+        state = f"entries={self.entries}" if self._loaded else "not loaded"
+        return f"<Wrapper backend={self.backend!r} {state}>"
+
+    # -- building -----------------------------------------------------------
+
+    def add_source_file(self, path: str | Path) -> "Wrapper":
+        p = Path(path).resolve()
+        if not p.is_file():
+            raise FileNotFoundError(f"no such PyShark module: {path}")
+        if p not in self._sources:
+            self._sources.append(p)
+            self._loaded = False
+        return self
+
+    def compile_and_load(self) -> "Wrapper":
+        """Translates and compiles every added module (or loads it from the
+        cache when its source, options, backend and compiler are unchanged)."""
+        if not self._sources:
+            raise ValueError("no source files: call add_source_file(path) first")
+        self._entries = {}
+        hits = []
+        for path in self._sources:
+            module, hit = self._compile_one(path)
+            self._register(module, path)
+            hits.append(hit)
+        self.loaded_from_cache = all(hits)
+        self._loaded = True
+        return self
+
+    def _compile_one(self, path: Path) -> tuple[LoadedModule, bool]:
+        text = path.read_text()
+        key = cache_key(text, self.backend, self.options.as_dict())
+        target = cache_path(self.cache_dir, self.backend, key)
+        if (target / "manifest.json").is_file():
+            try:
+                return self._load_dir(target, path), True
+            except Exception:          # a corrupt or incompatible entry: rebuild it
+                shutil.rmtree(target, ignore_errors=True)
+        fill = lambda d: self._compile_into(path, text, d)  # noqa: E731
+        try:
+            write_atomically(target, fill)
+        except OSError:
+            # An unwritable cache must not stop compilation.
+            target = Path(tempfile.mkdtemp(prefix="pyshark-"))
+            fill(target)
+        return self._load_dir(target, path), False
+
+    def _compile_into(self, path: Path, text: str, directory: Path) -> dict:
+        program, files = self._backend.compile(path, text, directory)
+        return write_manifest(directory, backend=self.backend, options=self.options.as_dict(),
+                              source_path=str(path), source_text=text, program=program,
+                              files=files)
+
+    def _load_dir(self, directory: Path, source_path: Path | None) -> LoadedModule:
+        return self._backend.load(Path(directory), read_manifest(directory), source_path)
+
+    def _register(self, module: LoadedModule, path: Path | None) -> None:
+        for name, entry in module.entries.items():
+            if name in self._entries:
+                first = self._entries[name][0].source
+                raise _duplicate_error(name, entry, first, path)
+            self._entries[name] = (module, entry)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Wrapper":
+        """A Wrapper over what `pyshark build` wrote to `path`, without
+        translating or compiling anything."""
+        path = Path(path)
+        manifest = read_manifest(path)
+        if manifest["pyshark_version"] != pyshark_version():
+            raise ValueError(f"{path} was built by pyshark {manifest['pyshark_version']}; this "
+                             f"is pyshark {pyshark_version()}: rebuild it with `pyshark build`")
+        opts = manifest.get("options", {})
+        w = cls(manifest["backend"], unsafe=opts.get("unsafe", False),
+                fastmath=opts.get("fastmath", False))
+        w._register(w._backend.load(path, manifest, None), None)
+        w._loaded = True
+        w.loaded_from_cache = True
+        return w
+
+    # -- calling ----------------------------------------------------------------
+
+    @property
+    def entries(self) -> list[str]:
+        """The names of the loaded entries, in definition order."""
+        return list(self._entries)
+
+    def signature(self, name: str) -> str:
+        _, entry = self._lookup(name)
+        params = ", ".join(f"{p.name}: {p.stype!r}" for p in entry.params)
+        return f"{name}({params}) -> {entry.ret!r}"
+
+    def _lookup(self, name: str):
+        if not self._loaded:
+            raise RuntimeError("call compile_and_load() before invoking entries")
+        try:
+            return self._entries[name]
+        except KeyError:
+            listing = ", ".join(self._entries) or "none"
+            raise UnknownEntry(f"no entry {name!r} (backend {self.backend!r}); entries: "
+                               f"{listing}") from None
+
+    def invoke(self, name: str, /, *args, **kwargs):
+        """Calls entry `name`; arguments may also be passed by parameter name."""
+        module, entry = self._lookup(name)
+        return module.call(name, convert.bind_args(entry, args, kwargs))
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if not self.__dict__.get("_loaded"):
+            raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r} (entries "
+                                 f"are attributes after compile_and_load())")
+        self._lookup(name)
+
+        def call(*args, **kwargs):
+            return self.invoke(name, *args, **kwargs)
+        call.__name__ = name
+        call.__doc__ = self.signature(name)
+        return call
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._entries))
+
+
+def _duplicate_error(name: str, entry, first_source: str, path: Path | None) -> CompileError:
+    loc = entry.loc
+    line = loc.line if loc else 1
+    col = loc.col if loc else 0
+    filename = str(path) if path else (loc.file if loc else "<source>")
+    source_line = None
+    try:
+        source_line = Path(filename).read_text().splitlines()[line - 1]
+    except (OSError, IndexError):
+        pass
+    return CompileError(f"entry {name!r} is already defined in {first_source}; entry names "
+                        f"must be unique across the modules of one Wrapper",
+                        filename, line, col, source_line)
+
+
+def build(source: str | Path, out: str | Path, backend: str, *, unsafe: bool = False,
+          fastmath: bool = False) -> dict:
+    """Compiles one module into directory `out` (what `pyshark build` writes):
+    manifest.json plus the backend's artifact. Returns the manifest."""
+    source, out = Path(source).resolve(), Path(out)
+    if out.exists():
+        if not (out / "manifest.json").is_file() and any(out.iterdir()):
+            raise FileExistsError(f"{out} exists and is not a pyshark build output")
+        shutil.rmtree(out)
+    w = Wrapper(backend, unsafe=unsafe, fastmath=fastmath)
+    text = source.read_text()
+    out.mkdir(parents=True)
+    try:
+        manifest = w._compile_into(source, text, out)
+    except BaseException:
+        shutil.rmtree(out, ignore_errors=True)
+        raise
+    return manifest
