@@ -1,0 +1,165 @@
+"""Argument conversion by surface type, without any backend."""
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import pytest
+
+from pyshark import ShapeError
+from pyshark.core.types import (BOOL, F32, F64, I8, I32, I64, U8, SArray, SRecord, SScalar,
+                                STuple)
+from pyshark.wrapper import convert
+
+f32, f64, i32, i64, b = SScalar(F32), SScalar(F64), SScalar(I32), SScalar(I64), SScalar(BOOL)
+VEC = SRecord("Vec3", (("x", f32), ("y", f32), ("z", f32)))
+PARTICLE = SRecord("Particle", (("position", VEC), ("mass", f32), ("ident", i32)))
+
+
+def arr(t, k=1):
+    return convert.lift(t, k)
+
+
+# -- scalars -------------------------------------------------------------------
+
+def test_scalars_get_the_declared_numpy_type():
+    assert type(convert.convert_arg(f32, 0.1, "x")) is np.float32
+    assert convert.convert_arg(f32, 0.1, "x") == np.float32(0.1)
+    assert type(convert.convert_arg(i32, np.int64(7), "n")) is np.int32
+    assert type(convert.convert_arg(f64, 3, "x")) is np.float64
+    assert convert.convert_arg(b, np.bool_(True), "flag") is np.True_
+
+
+def test_out_of_range_int_is_overflow_error_naming_parameter():
+    with pytest.raises(OverflowError, match="'n'.*300.*i8"):
+        convert.convert_arg(SScalar(I8), 300, "n")
+    with pytest.raises(OverflowError, match="'n'"):
+        convert.convert_arg(SScalar(U8), -1, "n")
+
+
+@pytest.mark.parametrize("t,value", [(i32, True), (i32, 1.5), (i32, np.float64(2.0)),
+                                     (b, 1), (b, 0.0), (f32, "1.0"), (f64, None)])
+def test_wrong_scalar_kind_is_type_error_naming_parameter(t, value):
+    with pytest.raises(TypeError, match="parameter 'p'"):
+        convert.convert_arg(t, value, "p")
+
+
+def test_f32_overflow_rounds_to_infinity():
+    assert convert.convert_arg(f32, 1e300, "x") == np.inf
+
+
+# -- arrays of scalars ---------------------------------------------------------------
+
+def test_matching_contiguous_array_is_not_copied():
+    xs = np.arange(10, dtype=np.float32)
+    got = convert.convert_arg(arr(f32), xs, "xs")
+    assert got is xs and np.shares_memory(got, xs)
+    m = np.ones((3, 4), dtype=np.int32)
+    assert np.shares_memory(convert.convert_arg(arr(i32, 2), m, "m"), m)
+
+
+def test_non_contiguous_array_is_made_contiguous():
+    xs = np.arange(10, dtype=np.float64)[::2]
+    got = convert.convert_arg(arr(f64), xs, "xs")
+    assert got.flags.c_contiguous and np.array_equal(got, xs)
+
+
+def test_safe_casts_and_f64_to_f32_are_allowed():
+    assert convert.convert_arg(arr(f64), np.arange(3, dtype=np.int32), "xs").dtype == np.float64
+    assert convert.convert_arg(arr(i64), np.arange(3, dtype=np.int8), "xs").dtype == np.int64
+    got = convert.convert_arg(arr(f32), np.array([0.1, 1e300]), "xs")
+    assert got.dtype == np.float32 and got[0] == np.float32(0.1) and got[1] == np.inf
+
+
+@pytest.mark.parametrize("value,t", [(np.zeros(3), i32), (np.zeros(3, np.int64), i32),
+                                     (np.zeros(3, np.bool_), i32), (np.zeros(3, np.int32), b),
+                                     (np.zeros(3, np.uint64), i64)])
+def test_unsafe_dtype_is_type_error_naming_both_types(value, t):
+    with pytest.raises(TypeError) as info:
+        convert.convert_arg(arr(t), value, "xs")
+    msg = str(info.value)
+    assert "'xs'" in msg and str(value.dtype) in msg and t.t.value in msg
+
+
+def test_wrong_rank_is_type_error_naming_parameter():
+    with pytest.raises(TypeError, match="'xs'.*rank-1.*rank-2"):
+        convert.convert_arg(arr(f32), np.zeros((2, 2), np.float32), "xs")
+    with pytest.raises(TypeError, match="'xss'"):
+        convert.convert_arg(arr(f32, 2), [1.0, 2.0], "xss")
+    with pytest.raises(TypeError, match="'xs'"):
+        convert.convert_arg(arr(f32), 1.0, "xs")
+
+
+def test_nested_lists_are_flattened_and_irregular_ones_rejected():
+    got = convert.convert_arg(arr(i32, 2), [[1, 2], [3, 4]], "m")
+    assert got.dtype == np.int32 and got.shape == (2, 2)
+    with pytest.raises(ShapeError, match="'m'"):
+        convert.convert_arg(arr(i32, 2), [[1, 2], [3]], "m")
+    assert issubclass(ShapeError, ValueError)
+
+
+def test_empty_list_has_every_dimension_zero():
+    assert convert.convert_arg(arr(f32, 3), [], "x").shape == (0, 0, 0)
+    assert convert.convert_arg(arr(f32, 2), [[], []], "x").shape == (2, 0)
+    assert convert.convert_arg(arr(b), [], "x").dtype == np.bool_
+
+
+def test_list_elements_are_range_and_kind_checked():
+    with pytest.raises(OverflowError, match="'xs'"):
+        convert.convert_arg(arr(SScalar(I8)), [1, 200], "xs")
+    with pytest.raises(TypeError, match="'xs'"):
+        convert.convert_arg(arr(i32), [1.0, 2.5], "xs")
+    with pytest.raises(TypeError, match="'xs'"):
+        convert.convert_arg(arr(b), [1, 0], "xs")
+    assert convert.convert_arg(arr(f32), [1, 2], "xs").dtype == np.float32
+
+
+# -- tuples, records and arrays of them ---------------------------------------------------
+
+def test_tuples_from_tuples_or_lists_of_the_right_length():
+    t = STuple((i32, f64))
+    assert convert.convert_arg(t, [1, 2.5], "t") == (1, 2.5)
+    with pytest.raises(TypeError, match="'t'"):
+        convert.convert_arg(t, (1, 2.5, 3), "t")
+    with pytest.raises(TypeError, match=r"'t\[0\]'"):
+        convert.convert_arg(t, (1.5, 2.5), "t")
+
+
+def test_records_from_instances_or_sequences():
+    Vec3 = collections.namedtuple("Vec3", "x y z")
+    assert convert.convert_arg(VEC, Vec3(1.0, 2.0, 3.0), "v") == (1, 2, 3)
+    assert convert.convert_arg(VEC, [1.0, 2.0, 3.0], "v") == (1, 2, 3)
+    Other = collections.namedtuple("Other", "a b c")
+    with pytest.raises(TypeError, match="'v'"):
+        convert.convert_arg(VEC, Other(1.0, 2.0, 3.0), "v")
+
+
+def test_array_of_records_from_list_structured_array_and_tuple_array():
+    from pyshark.prelude import TupleArray
+    rows = [[[0.0, 0.0, 0.0], 1.0, 7], [[1.0, 2.0, 3.0], 5.0, 8]]
+    from_list = convert.convert_arg(arr(PARTICLE), rows, "ps")
+    out = convert.to_output(arr(PARTICLE), from_list)
+    assert out.dtype.names == ("position", "mass", "ident")
+    assert out.dtype["position"].names == ("x", "y", "z")
+    from_struct = convert.convert_arg(arr(PARTICLE), out, "ps")
+    ta = TupleArray([TupleArray([np.array([0.0, 1.0], np.float32), np.array([0.0, 2.0], np.float32),
+                                 np.array([0.0, 3.0], np.float32)], tuple, 1),
+                     np.array([1.0, 5.0], np.float32), np.array([7, 8], np.int32)], tuple, 1)
+    from_ta = convert.convert_arg(arr(PARTICLE), ta, "ps")
+    for got in (from_struct, from_ta):
+        flat_a = convert.flatten_value(arr(PARTICLE), got)
+        flat_b = convert.flatten_value(arr(PARTICLE), from_list)
+        assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(flat_a, flat_b))
+
+
+def test_flatten_follows_flatten_stype_order():
+    from pyshark.core.types import flatten_stype
+    st = STuple((arr(STuple((i32, arr(f32)))), f64))
+    canon = convert.convert_arg(st, ([(1, [1.0, 2.0]), (2, [3.0, 4.0])], 0.5), "t")
+    flat = convert.flatten_value(st, canon)
+    types = flatten_stype(st)
+    assert len(flat) == len(types) == 3
+    assert [np.asarray(v).dtype for v in flat] == [t.elem.dtype if hasattr(t, "elem") else t.dtype
+                                                  for t in types]
+    back = convert.unflatten_value(st, flat)
+    assert all(np.array_equal(a, b) for a, b in zip(convert.flatten_value(st, back), flat))
