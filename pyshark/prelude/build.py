@@ -212,9 +212,14 @@ def collect(items, hint=None):
     if isinstance(first, tuple):
         return _collect_tuples(items)
     if builtins.any(isinstance(v, TupleArray) for v in items):
+        if not builtins.all(isinstance(v, (TupleArray, list)) for v in items):
+            raise ShapeError("irregular array: arrays of tuples beside other values")
         return _stack_tuple_arrays([as_array(v) for v in items])
     if builtins.any(isinstance(v, (list, np.ndarray)) and not (isinstance(v, np.ndarray) and v.ndim == 0)
                     for v in items):
+        for v in items:
+            if _is_scalar(v) or isinstance(v, tuple):
+                raise ShapeError("irregular array: arrays beside scalars or tuples")
         arrays = [as_array(v) for v in items]
         if builtins.any(isinstance(a, TupleArray) for a in arrays):
             return _stack_tuple_arrays(arrays)
