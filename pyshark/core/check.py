@@ -560,12 +560,10 @@ def _c_rbi(c, e: ir.ReduceByIndex, s):
         if t != r:
             _fail(f"neutral element {i} has type {t}, expected {r}")
     c.lambda_(e.lam, s, rows + rows, rows, "the reduce_by_index operator")
-    return {d.name for d in e.dests}
 
 
 def _c_scatter(c, e: ir.Scatter, s):
     _c_dests(c, e, s, "scatter")
-    return {d.name for d in e.dests}
 
 
 _CHECKS = {
