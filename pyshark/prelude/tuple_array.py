@@ -148,7 +148,7 @@ class TupleArray:
         """The numpy structured dtype of one element."""
         specs = []
         for name, f in zip(self.field_names, self.fields):
-            inner = tuple(f.shape[self.rank:]) if isinstance(f, np.ndarray) else tuple(f.shape[self.rank:])
+            inner = tuple(f.shape[self.rank:])
             dt = f.dtype if isinstance(f, np.ndarray) else f.element_dtype()
             specs.append((name, dt, inner) if inner else (name, dt))
         return np.dtype(specs)
