@@ -132,11 +132,10 @@ def _where_differs(mask) -> str:
 def short(v, limit: int = 160) -> str:
     """A compact one-line rendering of a value for failure messages."""
     if isinstance(v, np.ndarray):
-        text = (np.array2string(v, threshold=20, max_line_width=10**6, separator=", ")
-                .replace("\n", ""))
+        text = _array_text(v)
         text += f" ({v.dtype})" if v.dtype.names is None else ""
     elif isinstance(v, np.generic):
-        text = f"{v.item()!r} ({v.dtype})"
+        text = f"{str(v)} ({v.dtype})"
     elif isinstance(v, tuple):
         inner = ", ".join(short(x, limit) for x in v)
         name = type(v).__name__ if hasattr(type(v), "_fields") else ""
@@ -146,6 +145,15 @@ def short(v, limit: int = 160) -> str:
     else:
         text = json.dumps(v) if _jsonable(v) else repr(v)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _array_text(v: np.ndarray) -> str:
+    if v.ndim == 0:
+        return str(v[()])
+    parts = [_array_text(x) for x in (v if len(v) <= 8 else v[:3])]
+    if len(v) > 8:
+        parts += ["..."] + [_array_text(x) for x in v[-3:]]
+    return "[" + ", ".join(parts) + "]"
 
 
 def _jsonable(v) -> bool:
