@@ -4,6 +4,22 @@
 here computes with numpy, element by element, exactly as compiled code must.
 Note that `map filter zip all any sum min max abs round` shadow the builtins
 of the same name when imported with `from pyshark.prelude import ...`.
+
+Decisions where LANGUAGE.md is silent (each also noted where it is made):
+- Empty results get their element type as described in `build` (named
+  function's annotation, else one bounded probe call on zero values, else
+  float64 rank 1); a weak neutral element of reduce/scan/reduce_by_index takes
+  the element type of the array.
+- `all`/`any` evaluate the predicate on every element (no short-circuit), as
+  a parallel backend does; an error in any element is raised.
+- Every array a prelude function returns is new (never a view of an argument).
+- Negative counts for `iota`/`replicate`/`tabulate_2d` raise ShapeError;
+  `take`/`drop`/`split` counts outside 0..len raise IndexError;
+  `minimum`/`maximum`/`argmin`/`argmax` of an empty array raise ShapeError.
+- Float `//` and `%` by zero raise ZeroDivisionError in Python mode (numpy
+  reports them like the integer case; Python raises too).
+- `python_semantics()` changes the process-wide warning filters, so it is not
+  thread-safe (like warnings.catch_warnings).
 """
 from ..errors import ShapeError
 from .arrays import (argmax, argmin, array, concat, copy, drop, flatten, head, init, iota, last,

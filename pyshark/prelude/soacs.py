@@ -49,6 +49,10 @@ def coerce_weak(value, tpl):
         return value
     if isinstance(value, _PY_SCALARS) and not tpl.inner:
         return to_dtype(value, tpl.dtype)
+    if isinstance(value, list) and tpl.inner:  # an array literal as ne of a reduction over rows
+        arr = as_array(value)
+        if isinstance(arr, np.ndarray) and arr.shape == tpl.inner:
+            return arr.astype(tpl.dtype)
     return value
 
 
@@ -169,7 +173,10 @@ def foldr(f, acc, xs):
 
 def tabulate(n, f):
     """[f(i) for i in range(n)], i as i64."""
-    results = [f(np.int64(i)) for i in range(int(n))]
+    n = int(n)
+    if n < 0:
+        raise ShapeError(f"tabulate: negative size {n}")
+    results = [f(np.int64(i)) for i in range(n)]
     if results:
         return collect(results)
     tpl = result_template(f, [value_template_i64()])

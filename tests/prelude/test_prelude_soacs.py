@@ -164,3 +164,18 @@ def test_tabulate():
     assert ps.tabulate_2d(3, 0, lambda i, j: ps.i32(i)).dtype == np.int32
     tt = ps.tabulate_2d(2, 2, lambda i, j: (i, ps.f32(j)))
     assert isinstance(tt, ps.TupleArray) and tt.rank == 2 and tt[1, 0] == (1, 0.0)
+
+
+def test_list_neutral_element_of_row_reduction_becomes_array():
+    rows = np.ones((0, 2), dtype=np.float32)
+    r = ps.reduce(lambda a, b: ps.map(lambda x, y: x + y, a, b), [0.0, 0.0], rows)
+    assert isinstance(r, np.ndarray) and r.dtype == np.float32 and r.tolist() == [0.0, 0.0]
+    s = ps.scan(lambda a, b: ps.map(lambda x, y: x + y, a, b), [0.0, 0.0], np.ones((2, 2), dtype=np.float32))
+    assert s.dtype == np.float32 and s.tolist() == [[1, 1], [2, 2]]
+
+
+def test_negative_tabulate_sizes_raise():
+    with pytest.raises(ShapeError):
+        ps.tabulate(-1, lambda i: i)
+    with pytest.raises(ShapeError):
+        ps.tabulate_2d(2, -1, lambda i, j: i)
