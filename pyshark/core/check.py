@@ -258,7 +258,10 @@ class _FunChecker:
         if f is None:
             _fail(f"unknown expression {type(e).__name__}")
         cons = f(self, e, scope) or set()
-        want = tuple(exp_types(e))
+        try:
+            want = tuple(exp_types(e))
+        except Exception as ex:        # malformed beyond what the rules above catch
+            _fail(f"cannot type the expression: {type(ex).__name__}: {ex}")
         got = tuple(v.type for v in stm.pat)
         if got != want:
             _fail(f"the pattern has types {_tys(got)} but the expression gives {_tys(want)}")
