@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import InternalCompilerError, ShapeError
 from . import ir
-from .types import ArrayType, ScalarType, Type
+from .types import ScalarType, Type
 
 # ---------------------------------------------------------------------------
 # Helpers
