@@ -194,7 +194,7 @@ def nonneg(c: PCall, n: ir.Atom, msg: str, error: str) -> None:
 def lower_tabulate(c: PCall):
     c.count(2, usage="ps.tabulate(n, f)")
     f = c.fun(1, 1)
-    io, w = _iota(c, 0, False)
+    io, w = _iota(c, 0, True)
     lam, rst = c.lam(f, [SScalar(I64)], 1)
     parts = c.bind(ir.Map(w, lam, (io,)), "tab")
     return fresh_array(SArray(rst), parts)
