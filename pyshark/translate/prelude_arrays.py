@@ -6,8 +6,8 @@ iota/replicate counts raise ShapeError, take/drop/split counts outside
 0..len raise IndexError, head/last/tail/init of an empty array raise
 IndexError, minimum/maximum/argmin/argmax of an empty array raise ShapeError.
 Results that may share storage with an argument (slices, rotations,
-transposes, reshapes, zip/unzip) keep the argument's buffer, so the
-ownership check of in-place updates sees the alias.
+transposes, reshapes, zip/unzip) get -|buffer| of the argument: an alias,
+never owned, so the ownership check of in-place updates sees it.
 """
 from __future__ import annotations
 
@@ -196,7 +196,7 @@ def lower_zip(c: PCall):
     c.same_length(arrs, "zip")
     buffers = [a.buffer for a in arrs if a.buffer]
     st = SArray(STuple(tuple(a.stype.elem for a in arrs)))
-    return ArrayV(st, tuple(p for a in arrs for p in a.parts), buffers[0] if buffers else 0)
+    return ArrayV(st, tuple(p for a in arrs for p in a.parts), -abs(buffers[0]) if buffers else 0)
 
 
 def lower_unzip(c: PCall):

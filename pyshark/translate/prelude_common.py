@@ -200,14 +200,15 @@ def fresh_array(st: SArray, parts: Sequence[ir.Var]) -> ArrayV:
 
 
 def view_array(st: SArray, parts: Sequence[ir.Var], of: ArrayV) -> ArrayV:
-    """An array that may share storage with `of` (slice, rotation, ...): it
-    keeps `of`'s buffer so the ownership check sees the alias."""
-    return ArrayV(st, tuple(parts), of.buffer)
+    """An array that may share storage with `of` (slice, rotation, ...): an
+    alias that is never owned (-|buffer|, the translator's convention), so
+    the ownership check sees the alias and refuses updates of the view."""
+    return ArrayV(st, tuple(parts), -abs(of.buffer))
 
 
 def elem_rebuild(st: SType, atoms: Sequence[ir.Atom], of: ArrayV) -> Value:
-    """An element of `of` (a row of a 2-D array aliases it)."""
-    return rebuild_value(st, atoms, of.buffer)
+    """An element of `of` (a row of a 2-D array aliases it, never owned)."""
+    return rebuild_value(st, atoms, -abs(of.buffer))
 
 
 def bool_lambda(ctx, op: str) -> ir.Lambda:

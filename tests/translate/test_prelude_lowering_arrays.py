@@ -258,3 +258,19 @@ def test_argument_count_and_keywords():
     node = src.module.body[0].body[0].value
     with pytest.raises(CompileError, match="keyword argument 'n'"):
         lower_call(Ctx(src, Builder()), "pyshark.prelude.iota", [weak(1), weak(2)], node)
+
+
+def test_buffers_fresh_results_and_views():
+    from prelude_harness import Builder, Ctx, call_node
+    from pyshark.translate.prelude_calls import lower_call
+    from pyshark.translate.values import ArrayV, new_buffer
+    src, node = call_node(2)
+    b = Builder()
+    ctx = Ctx(src, b)
+    owned = ArrayV(A(I32), (b.var(ir.ArrayType(I32, 1), "xs"),), new_buffer())
+    c = lower_call(ctx, "pyshark.prelude.copy", [owned], node)
+    assert c.buffer > 0 and c.buffer != owned.buffer
+    t = lower_call(ctx, "pyshark.prelude.tail", [owned], node)
+    assert t.buffer == -owned.buffer
+    z = lower_call(ctx, "pyshark.prelude.zip", [owned, c], node)
+    assert z.buffer == -owned.buffer
