@@ -185,7 +185,7 @@ def lower_update(c: PCall):
 
 def lower_array(c: PCall):
     c.count(1, usage="ps.array(xs)")
-    xs = c.array(0, "a list or an array")
+    xs = c.array(0, "a list or an array as its argument")
     return dataclasses.replace(xs, from_list=False)
 
 
@@ -201,7 +201,7 @@ def lower_zip(c: PCall):
 
 def lower_unzip(c: PCall):
     c.count(1, usage="ps.unzip(xs)")
-    xs = c.array(0, "an array of tuples or records")
+    xs = c.array(0, "an array of tuples or records as its argument")
     st = xs.stype.elem
     if not isinstance(st, (STuple, SRecord)):
         raise c.error(0, f"ps.unzip needs an array of tuples or records, not {describe(xs)}")
@@ -219,7 +219,7 @@ def lower_unzip(c: PCall):
 
 
 def _numeric(c: PCall, what: str, allow_bool: bool) -> tuple[ArrayV, ir.Var]:
-    xs = c.array(0, "an array of numbers")
+    xs = c.array(0, "an array of numbers as its argument")
     base = xs.stype
     while isinstance(base, SArray):
         base = base.elem

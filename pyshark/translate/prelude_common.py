@@ -96,11 +96,16 @@ class PCall:
             raise self.error(None, f"{self.name} takes {want} argument{s}, got {n}",
                              hint=f"call it as {usage}" if usage else None)
 
-    def array(self, i: int, what: str = "an array") -> ArrayV:
+    def array(self, i: int, what: str = "") -> ArrayV:
+        """Argument i as an array; `what` says what is expected ("arrays after
+        the function"), by default "an array as argument i+1"."""
         v = self.args[i]
         if not isinstance(v, ArrayV):
-            raise self.error(i, f"{self.name} expects {what} as argument {i + 1}, "
-                                f"but argument {i + 1} is {describe(v)}")
+            hint = None
+            if isinstance(v, TupleV) and any(isinstance(e, ArrayV) for e in v.elems):
+                hint = "a tuple of arrays is not an array; ps.zip(...) makes an array of tuples"
+            raise self.error(i, f"{self.name} expects {what or f'an array as argument {i + 1}'}, "
+                                f"but argument {i + 1} is {describe(v)}", hint)
         return v
 
     def value(self, i: int) -> Value:
@@ -115,7 +120,7 @@ class PCall:
         if not isinstance(v, ScalarV):
             hint = "apply it element by element with ps.map" if isinstance(v, ArrayV) else None
             raise self.error(i, f"{self.name} expects {what} as argument {i + 1}, "
-                                f"but argument {i + 1} is {describe(v)}", hint)
+                                f"but it is {describe(v)}", hint)
         return v
 
     def fun(self, i: int, arity: int) -> FunV:

@@ -87,7 +87,7 @@ def lower_partition(c: PCall):
 
 def _indices(c: PCall, i: int) -> ir.Var:
     """The index array argument as i64 (converted element-wise if needed)."""
-    idxs = c.array(i, "an array of indices")
+    idxs = c.array(i, f"an array of indices as argument {i + 1}")
     st = idxs.stype.elem
     if not isinstance(st, SScalar) or not st.t.is_int:
         raise c.error(i, f"the indices of {c.name} must be an array of integers, "
@@ -102,7 +102,7 @@ def _indices(c: PCall, i: int) -> ir.Var:
 
 
 def _values_like(c: PCall, i: int, dest, what: str):
-    vals = c.array(i, f"an array of {what}")
+    vals = c.array(i, f"an array of {what} as argument {i + 1}")
     if vals.stype.elem != dest.stype.elem:
         raise c.error(i, f"the {what} of {c.name} must have the destination's element type "
                          f"{type_name(dest.stype.elem)}, not {type_name(vals.stype.elem)}",
@@ -112,7 +112,7 @@ def _values_like(c: PCall, i: int, dest, what: str):
 
 def lower_reduce_by_index(c: PCall):
     c.count(5, usage="ps.reduce_by_index(dest, op, ne, idxs, vals)")
-    dest = c.array(0, "a destination array")
+    dest = c.array(0, "a destination array as argument 1")
     f = c.fun(1, 2)
     st = dest.stype.elem
     ne = _neutral(c, 2, st)
@@ -128,7 +128,7 @@ def lower_reduce_by_index(c: PCall):
 
 def lower_scatter(c: PCall):
     c.count(3, usage="ps.scatter(dest, idxs, vals)")
-    dest = c.array(0, "a destination array")
+    dest = c.array(0, "a destination array as argument 1")
     idx = _indices(c, 1)
     vals = _values_like(c, 2, dest, "values")
     n = c.same_length([c.args[1], vals], "scatter")

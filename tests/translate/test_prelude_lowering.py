@@ -212,5 +212,5 @@ def test_function_arity_checked():
 
 
 def test_map_rejects_scalar_argument():
-    with pytest.raises(CompileError, match=r"ps.map expects arrays after the function .*argument 2 is ps.f32"):
+    with pytest.raises(CompileError, match=r"ps.map expects arrays after the function, but argument 2 is ps.f32"):
         compile_fn(call("map", PyFun(lambda ctx, x: x, 1), P(0)), [SScalar(F32)])
