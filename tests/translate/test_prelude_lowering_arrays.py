@@ -274,3 +274,26 @@ def test_buffers_fresh_results_and_views():
     assert t.buffer == -owned.buffer
     z = lower_call(ctx, "pyshark.prelude.zip", [owned, c], node)
     assert z.buffer == -owned.buffer
+
+
+@pytest.mark.parametrize("name,f", [("argmin", np.argmin), ("argmax", np.argmax)])
+def test_arg_operator_is_associative(name, f):
+    """Parallel backends regroup the Reduce: a random tree must give numpy's answer."""
+    from pyshark.core.interp import Interpreter
+    prog = compile_fn(call(name, P(0)), [A(F32)])
+    (red,) = [s.exp for s in prog.functions["f"].body.stms if isinstance(s.exp, ir.Reduce)]
+    it = Interpreter(prog)
+    rng = np.random.default_rng(7)
+
+    def tree(items):
+        if len(items) == 1:
+            return items[0]
+        k = int(rng.integers(1, len(items)))
+        a, b = tree(items[:k]), tree(items[k:])
+        return tuple(it.apply(red.lam, {}, (*a, *b)))
+    for _ in range(40):
+        xs = rng.choice(np.array([0.0, 1.0, -1.0, np.nan, np.inf, -0.0], np.float32), 7)
+        items = [(x, np.int64(i)) for i, x in enumerate(xs)]
+        ne = tuple(it.atom(a, {}) for a in red.neutral)
+        items = [ne] + items[:3] + [ne] + items[3:]
+        assert tree(items)[1] == f(xs), xs
