@@ -89,8 +89,6 @@ def convert_scalar(t: ScalarType, v, where, *, lenient: bool = False):
             if not info.min <= iv <= info.max:
                 raise OverflowError(f"{where}: {iv} does not fit {t} (range {info.min}..{info.max})")
             return t.numpy_type(iv)
-        if lenient and isinstance(v, np.floating) and float(v).is_integer():
-            return convert_scalar(t, int(v), where)
         raise TypeError(f"{where}: expected {t}, got {_tname(v)}")
     if isinstance(v, (int, float, np.integer, np.floating)):
         with np.errstate(over="ignore"):
@@ -168,12 +166,10 @@ def _from_list(t: ScalarType, k: int, value, where: Where, lenient: bool):
             raise OverflowError(f"{where}: an element does not fit {t}")
         raise TypeError(f"{where}: expected an array of {t}, got a list with elements of "
                         f"type {', '.join(sorted({type(x).__name__ for x in flat}))}")
-    ok = ((kind == "b" and t is BOOL) or (kind in "iu" and not t is BOOL)
-          or (kind == "f" and t.is_float) or (lenient and kind == "f" and t.is_int and
-                                              bool(np.all(np.floor(a) == a))))
+    ok = (kind == "b" and t is BOOL) or (kind in "iu" and t is not BOOL) or (kind == "f" and t.is_float)
     if not ok:
         raise TypeError(f"{where}: expected an array of {t}, got a list of {_kind_name(kind)}")
-    if t.is_int and kind in "iuf":
+    if t.is_int:
         _check_range(a, t, where)
     with np.errstate(over="ignore"):
         return np.ascontiguousarray(a.astype(t.dtype))
