@@ -60,6 +60,22 @@ def weak_to(v: ScalarV, t: ScalarType, src, node: cst.CSTNode) -> ScalarV:
                     hint=f"write a {type_name(t)} value, e.g. {type_name(t)}({src.code(node)})")
 
 
+def exact_weak(value, t: ScalarType) -> bool:
+    """Whether a weak constant may take type t even where the type is strict:
+    an int constant is the same number in any integer type it fits (range
+    errors come from weak_to) and in a float type that holds it exactly
+    (conformance tuples.py passes 60 to an i32 parameter). A float constant
+    would change value as f32, so that stays an error (LANGUAGE.md)."""
+    if isinstance(value, bool) or t.is_bool:
+        return False
+    if isinstance(value, int):
+        if t.is_int:
+            return True
+        mant = 24 if t is ScalarType.F32 else 53
+        return abs(value) <= (1 << mant)
+    return False
+
+
 def coerce(v: Value, st: SType, src, node: cst.CSTNode, *, strict: bool, what: str) -> Value:
     """v as a value of surface type st, or a located CompileError.
 
@@ -67,7 +83,7 @@ def coerce(v: Value, st: SType, src, node: cst.CSTNode, *, strict: bool, what: s
     """
     if isinstance(st, SScalar) and isinstance(v, ScalarV):
         if v.weak:
-            if strict and v.type is not st.t:
+            if strict and v.type is not st.t and not exact_weak(v.atom.value, st.t):
                 raise src.error(node, f"{what} must be {type_name(st)}, but this constant is "
                                       f"{type_name(v.type)}",
                                 hint=f"write {type_name(st)}({src.code(node)})")

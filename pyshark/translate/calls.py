@@ -1,0 +1,181 @@
+"""Calls: user functions (top-level defs are called, local defs inlined),
+record construction, and prelude/builtin calls handed to prelude_calls.
+
+Arguments of prelude calls may be functions (lambdas, local or top-level
+defs, record classes) which become FunVs, or types (`ps.highest(ps.f32)`)
+which become TypeArgs; everything else is a translated Value.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..core.types import SArray, SRecord, SScalar
+from .annotations import parse_type
+from .coerce import coerce
+from .context import Ctx, LocalDef, Unbound
+from .exprs import FUNCTION_NOT_VALUE, translate_expr
+from .values import FunV, TupleV, TypeArg, Value
+
+NON_VALUE_BUILTINS = {
+    "print": ("I/O is not supported in PyShark code", "return the value from an entry instead"),
+    "input": ("I/O is not supported in PyShark code", None),
+    "open": ("I/O is not supported in PyShark code", None),
+    "range": ("range(...) is only supported as the iterable of a for loop or comprehension",
+              "use ps.iota(n) for an array of indices"),
+    "zip": ("zip(...) is only supported as the iterable of a for loop or comprehension",
+            "use ps.zip(xs, ys) for an array of pairs"),
+    "enumerate": ("enumerate(...) is only supported as the iterable of a for loop or comprehension",
+                  None),
+    "list": ("list(...) is not supported", "use ps.copy(xs) or a comprehension"),
+}
+
+
+def prelude():
+    from . import prelude_calls
+    return prelude_calls
+
+
+def translate_call(ctx: Ctx, node: cst.Call) -> Value:
+    func = node.func
+    env = ctx.env
+    if isinstance(func, cst.Name):
+        name = func.value
+        b = ctx.scope.lookup(name)
+        if isinstance(b, Unbound):
+            raise ctx.error(func, b.message, b.hint)
+        if isinstance(b, LocalDef):
+            return call_user(ctx, b.fun, node)
+        if b is not None:
+            raise ctx.error(func, f"'{name}' is a value, not a function")
+        if name in env.functions:
+            return call_user(ctx, env.functions[name].funv, node)
+        if name in env.records:
+            return construct_record(ctx, env.records[name], node)
+        if name in env.aliases:
+            st = env.aliases[name]
+            if isinstance(st, SRecord):
+                return construct_record(ctx, st, node)
+            if isinstance(st, SScalar):
+                return call_prelude(ctx, f"pyshark.prelude.{st.t.value}", node)
+            raise ctx.error(func, f"the type '{name}' cannot be called")
+        if name in env.constants:
+            raise ctx.error(func, f"'{name}' is a value, not a function")
+    if isinstance(func, cst.Attribute):
+        base = func.value
+        is_value = not isinstance(base, (cst.Name, cst.Attribute)) or (
+            isinstance(base, cst.Name) and (ctx.scope.lookup(base.value) is not None
+                                            or base.value in env.constants
+                                            or base.value in env.records))
+        if is_value:
+            raise ctx.error(func.attr, f"methods are not supported ('.{func.attr.value}(...)')",
+                            hint="records are NamedTuples with fields only; call a top-level "
+                                 "function or a prelude function instead")
+    if isinstance(func, (cst.Name, cst.Attribute)):
+        quals = ctx.src.qualified_names(func)
+        pc = prelude()
+        for q in quals:
+            if pc.is_prelude_name(q):
+                return call_prelude(ctx, q, node)
+        for q in quals:
+            if q.startswith("pyshark.prelude."):
+                raise ctx.error(func, f"ps.{q.rsplit('.', 1)[1]} is not a prelude function")
+            if q.startswith("builtins."):
+                short = q[len("builtins."):]
+                msg, hint = NON_VALUE_BUILTINS.get(short, (f"the builtin '{short}' is not supported",
+                                                           None))
+                raise ctx.error(func, msg, hint)
+        for q in quals:
+            if "<locals>" in q:
+                continue
+            mod = q.split(".")[0]
+            last = q.rsplit(".", 1)[-1]
+            hint = f"use ps.{last}" if pc.is_prelude_name(f"pyshark.prelude.{last}") else \
+                "only pyshark.prelude functions may be called"
+            raise ctx.error(func, f"call into non-prelude module '{mod}'; {hint}",
+                            hint="import pyshark.prelude as ps")
+        if isinstance(func, cst.Name):
+            raise ctx.error(func, f"name '{func.value}' is not defined")
+    raise ctx.error(func, "only functions can be called: a top-level or local def, a record "
+                          "class or a prelude function")
+
+
+def call_prelude(ctx: Ctx, qualname: str, node: cst.Call) -> Value:
+    args = []
+    for a in node.args:
+        if a.star:
+            raise ctx.error(a, "*args in calls are not supported")
+        if a.keyword is not None:
+            raise ctx.error(a, f"keyword argument '{a.keyword.value}' in a prelude call",
+                            hint="pass the arguments by position")
+        args.append(prelude_arg(ctx, a.value))
+    return prelude().lower_call(ctx, qualname, args, node)
+
+
+def prelude_arg(ctx: Ctx, node: cst.BaseExpression):
+    """A prelude argument: FunV for functions, TypeArg for types, else a Value."""
+    from .funcs import LambdaFunV, RecordFunV
+    env = ctx.env
+    if isinstance(node, cst.Lambda):
+        return LambdaFunV(node, ctx.scope, ctx.src)
+    if isinstance(node, cst.Name):
+        b = ctx.scope.lookup(node.value)
+        if isinstance(b, LocalDef):
+            return b.fun
+        if isinstance(b, Unbound):
+            raise ctx.error(node, b.message, b.hint)
+        if b is not None:
+            return b
+        if node.value in env.functions:
+            return env.functions[node.value].funv
+        if node.value in env.records:
+            return RecordFunV(env.records[node.value], node)
+        if node.value in env.aliases and isinstance(env.aliases[node.value], SRecord):
+            return RecordFunV(env.aliases[node.value], node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+        st = parse_type(env, node, quiet=True)
+        if st is not None:
+            return TypeArg(st)
+    return translate_expr(ctx, node)
+
+
+def bind_call_args(ctx: Ctx, fname: str, pnames: list[str], pstypes: list, node: cst.Call):
+    """Positional and keyword arguments of a user-function call, in parameter order."""
+    values: list = [None] * len(pnames)
+    nodes: list = [None] * len(pnames)
+    pos = 0
+    for a in node.args:
+        if a.star:
+            raise ctx.error(a, "*args in calls are not supported")
+        if a.keyword is None:
+            if pos >= len(pnames):
+                raise ctx.error(a, f"{fname}() takes {len(pnames)} arguments, got more")
+            i = pos
+            pos += 1
+        else:
+            k = a.keyword.value
+            if k not in pnames:
+                raise ctx.error(a, f"{fname}() has no parameter '{k}'")
+            i = pnames.index(k)
+            if values[i] is not None:
+                raise ctx.error(a, f"{fname}() got parameter '{k}' twice")
+        st = pstypes[i] if pstypes else None
+        values[i] = translate_expr(ctx, a.value, st)
+        nodes[i] = a.value
+    missing = [p for p, v in zip(pnames, values) if v is None]
+    if missing:
+        raise ctx.error(node, f"{fname}() is missing argument '{missing[0]}'")
+    return values, nodes
+
+
+def call_user(ctx: Ctx, funv: FunV, node: cst.Call) -> Value:
+    pnames = funv.param_names()
+    values, nodes = bind_call_args(ctx, funv.name, pnames, funv.param_stypes(), node)
+    return funv.call(ctx, values, nodes, node)
+
+
+def construct_record(ctx: Ctx, rec: SRecord, node: cst.Call) -> TupleV:
+    names = list(rec.field_names)
+    values, nodes = bind_call_args(ctx, rec.name, names, list(rec.field_types), node)
+    elems = tuple(coerce(v, t, ctx.src, n, strict=True, what=f"field '{f}' of {rec.name}")
+                  for v, t, n, f in zip(values, rec.field_types, nodes, names))
+    return TupleV(elems, rec)

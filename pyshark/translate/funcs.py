@@ -1,0 +1,243 @@
+"""Functions: FunV implementations (lambdas, local defs, top-level defs,
+record constructors), local `def` statements and top-level FunDefs.
+
+Lambdas and local defs are inlined where they are applied (they may capture
+names of the enclosing function); top-level defs become FunDefs and are
+called with ir.Call after strict coercion of the arguments.
+"""
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import libcst as cst
+
+from ..core import ir
+from ..core.types import SRecord, SType, flatten_stype
+from .annotations import parse_type
+from .builder import Builder, NameGen
+from .coerce import coerce
+from .context import Ctx, Frame, FunState, LocalDef, Scope
+from .values import ArrayV, FunV, TupleV, Value, flatten_value, rebuild_value
+
+
+def _arg_nodes(node, n: int) -> list:
+    if isinstance(node, cst.Call) and len(node.args) == n:
+        return [a.value for a in node.args]
+    return [node] * n
+
+
+class UserFunV(FunV):
+    """Common shape: named params, optional declared types, `call` with arg nodes."""
+
+    def param_names(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def arity(self) -> Optional[int]:
+        return len(self.param_names())
+
+    def apply(self, ctx, args: Sequence[Value], node) -> Value:
+        return self.call(ctx, list(args), _arg_nodes(node, len(args)), node)
+
+    def check_arity(self, ctx, args, node):
+        if len(args) != len(self.param_names()):
+            raise ctx.error(node, f"'{self.name}' takes {len(self.param_names())} arguments, "
+                                  f"got {len(args)}")
+
+
+def check_plain_params(src, p: cst.Parameters, what: str) -> list[cst.Param]:
+    """Positional parameters only: no *args, **kwargs, keyword-only or defaults."""
+    if isinstance(p.star_arg, cst.Param):
+        raise src.error(p.star_arg, f"'*{p.star_arg.name.value}' parameters (*args) are not "
+                                    f"supported; pass an array instead")
+    if p.kwonly_params or isinstance(p.star_arg, cst.ParamStar):
+        bad = p.kwonly_params[0] if p.kwonly_params else p.star_arg
+        raise src.error(bad, f"keyword-only parameters of {what} are not supported",
+                        hint="make them ordinary positional parameters")
+    if p.star_kwarg is not None:
+        raise src.error(p.star_kwarg, f"'**{p.star_kwarg.name.value}' parameters are not supported")
+    out = list(p.posonly_params) + list(p.params)
+    for q in out:
+        if q.default is not None:
+            raise src.error(q, f"default parameter values are not supported ('{q.name.value}')",
+                            hint="pass every argument explicitly")
+    return out
+
+
+class LambdaFunV(UserFunV):
+    def __init__(self, node: cst.Lambda, scope: Scope, src):
+        self.node = node
+        self.scope = scope
+        self.name = "<lambda>"
+        self._params = [q.name.value for q in check_plain_params(src, node.params, "lambdas")]
+
+    def param_names(self):
+        return self._params
+
+    def call(self, ctx, args, arg_nodes, node) -> Value:
+        self.check_arity(ctx, args, node)
+        scope = self.scope.child(boundary=True)
+        for n, v in zip(self._params, args):
+            scope.set(n, v)
+        from .exprs import translate_expr
+        return translate_expr(ctx.with_scope(scope), self.node.body)
+
+
+class LocalDefFunV(UserFunV):
+    def __init__(self, env, node: cst.FunctionDef, scope: Scope):
+        self.node = node
+        self.scope = scope
+        self.name = node.name.value
+        self._params = []
+        self._stypes = []
+        for q in check_plain_params(env.src, node.params, "local functions"):
+            self._params.append(q.name.value)
+            self._stypes.append(parse_type(env, q.annotation.annotation) if q.annotation else None)
+        self._ret = parse_type(env, node.returns.annotation) if node.returns else None
+
+    def param_names(self):
+        return self._params
+
+    def param_stypes(self):
+        return list(self._stypes)
+
+    def ret_stype(self):
+        return self._ret
+
+    def call(self, ctx, args, arg_nodes, node) -> Value:
+        from .stmts import block_stmts, translate_block
+        self.check_arity(ctx, args, node)
+        if self in ctx.fs.inlining:
+            raise ctx.error(node, f"recursive local function '{self.name}' is not supported")
+        scope = self.scope.child(boundary=True)
+        for n, st, v, an in zip(self._params, self._stypes, args, arg_nodes):
+            if st is not None:
+                v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{n}' of '{self.name}'")
+            scope.set(n, v)
+        frame = Frame(self.name, self._ret, self.node)
+        ctx.fs.inlining.append(self)
+        try:
+            v = translate_block(ctx.with_scope(scope, frame=frame), block_stmts(self.node.body), True)
+        finally:
+            ctx.fs.inlining.pop()
+        if v is None:
+            raise missing_return(ctx, self.node, ctx.fs)
+        return v
+
+
+class TopFunV(UserFunV):
+    """A call of a top-level def (ir.Call of its FunDef)."""
+
+    def __init__(self, top):
+        self.top = top
+        self.name = top.name
+        self.node = top.node
+
+    def param_names(self):
+        return [p[0] for p in self.top.params]
+
+    def param_stypes(self):
+        return [p[1] for p in self.top.params]
+
+    def ret_stype(self):
+        return self.top.ret
+
+    def call(self, ctx, args, arg_nodes, node) -> Value:
+        self.check_arity(ctx, args, node)
+        atoms = []
+        for (pname, st, _), v, an in zip(self.top.params, args, arg_nodes):
+            v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{pname}' of '{self.name}'")
+            atoms += flatten_value(v)
+        ret = tuple(flatten_stype(self.top.ret))
+        outs = ctx.b.bind(ir.Call(self.name, tuple(atoms), ret), self.name, ctx.loc(node))
+        return rebuild_value(self.top.ret, outs, 0)
+
+
+class RecordFunV(UserFunV):
+    """A record class passed as a function: builds the record."""
+
+    def __init__(self, rec: SRecord, node):
+        self.rec = rec
+        self.node = node
+        self.name = rec.name
+
+    def param_names(self):
+        return list(self.rec.field_names)
+
+    def param_stypes(self):
+        return list(self.rec.field_types)
+
+    def ret_stype(self):
+        return self.rec
+
+    def call(self, ctx, args, arg_nodes, node) -> Value:
+        self.check_arity(ctx, args, node)
+        elems = tuple(coerce(v, t, ctx.src, n, strict=True, what=f"field '{f}' of {self.rec.name}")
+                      for v, t, n, f in zip(args, self.rec.field_types, arg_nodes, self.rec.field_names))
+        return TupleV(elems, self.rec)
+
+
+def missing_return(ctx, def_node: cst.FunctionDef, fs: FunState):
+    detail = ""
+    if getattr(fs, "falloff", None):
+        detail = f" (when {fs.falloff} is false it falls off the end)"
+    return ctx.src.error(def_node.name, f"not every path of '{def_node.name.value}' returns a "
+                                        f"value{detail}; add a final return")
+
+
+# ---------------------------------------------------------------------------
+# Local defs
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name):
+        self.names.add(node.value)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    v = _Names()
+    node.visit(v)
+    return v.names
+
+
+def translate_local_def(ctx: Ctx, node: cst.FunctionDef) -> None:
+    if node.asynchronous is not None:
+        raise ctx.error(node, "async functions are not supported")
+    if node.decorators:
+        raise ctx.error(node.decorators[0], "decorators on local functions are not supported")
+    funv = LocalDefFunV(ctx.env, node, ctx.scope)
+    params = set(funv.param_names())
+    for n in names_in(node.body) - params:
+        owner = ctx.scope.owner(n)
+        if owner is not None and not isinstance(owner.vars[n], LocalDef):
+            owner.captured.setdefault(n, funv.name)
+    ctx.scope.set(funv.name, LocalDef(node, ctx.scope, funv))
+
+
+# ---------------------------------------------------------------------------
+# Top-level functions
+
+
+def translate_fundef(env, top) -> ir.FunDef:
+    from .stmts import block_stmts, translate_block
+    names = NameGen()
+    b = Builder(names)
+    fs = FunState(names, top.name)
+    scope = Scope(boundary=True)
+    params = []
+    for pname, st, _ in top.params:
+        vs = [b.var(t, pname) for t in flatten_stype(st)]
+        params += vs
+        fs.param_vars |= {v.name for v in vs}
+        scope.set(pname, rebuild_value(st, vs, 0))
+    frame = Frame(top.name, top.ret, top.node)
+    ctx = Ctx(env, env.src, b, scope, fs, frame)
+    v = translate_block(ctx, block_stmts(top.node.body), True)
+    if v is None:
+        raise missing_return(ctx, top.node, fs)
+    body = b.body(flatten_value(v))
+    return ir.FunDef(top.name, tuple(params), tuple(flatten_stype(top.ret)), body,
+                     env.src.loc(top.node.name))

@@ -1,0 +1,209 @@
+"""for and while loops -> ir.Loop with loop-carried values.
+
+The carried names are those bound before the loop and assigned (or updated
+in place) in its body, found syntactically before the body is translated.
+A weak initial value takes its default type (i64, f64, bool). Names first
+bound inside the body stay inside it. An array carried through the loop is
+owned in the body only if it is owned before the loop and the body keeps
+it owned (otherwise the body is translated again with it not owned, which
+reports an in-place update of it).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from ..core import ir
+from ..core.types import BOOL, I64, flatten_stype
+from ..errors import CompileError
+from .coerce import coerce, harden
+from .context import Ctx, LocalDef, Unbound
+from .exprs import translate_condition
+from .iteration import ArraySource, iter_source
+from .stmts import bind_target, block_stmts, translate_block
+from .values import ArrayV, ScalarV, TupleV, Value, flatten_value, rebuild_value, type_name, value_stype
+
+
+class _Assigned(cst.CSTVisitor):
+    """Names assigned anywhere in a loop body (not inside nested defs/lambdas)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+        self.updated: set[str] = set()
+
+    def _target(self, t):
+        if isinstance(t, cst.Name):
+            self.names.append(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                self._target(e.value)
+        elif isinstance(t, cst.StarredElement):
+            self._target(t.value)
+        elif isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name):
+            self.names.append(t.value.value)
+            self.updated.add(t.value.value)
+
+    def visit_Assign(self, node):
+        for t in node.targets:
+            self._target(t.target)
+
+    def visit_AnnAssign(self, node):
+        self._target(node.target)
+
+    def visit_AugAssign(self, node):
+        self._target(node.target)
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+
+def carried_names(ctx: Ctx, body) -> tuple[list[str], set[str]]:
+    v = _Assigned()
+    body.visit(v)
+    out = []
+    for n in dict.fromkeys(v.names):
+        b = ctx.scope.lookup(n)
+        if b is not None and not isinstance(b, (Unbound, LocalDef)):
+            out.append(n)
+    return out, v.updated
+
+
+def _disowned(v: Value) -> Value:
+    if isinstance(v, ArrayV):
+        return ArrayV(v.stype, v.parts, 0, v.from_list)
+    if isinstance(v, TupleV):
+        return TupleV(tuple(_disowned(e) for e in v.elems), v.record)
+    return v
+
+
+def _owned_arrays(v: Value, out: list):
+    if isinstance(v, ArrayV):
+        out.append(v.buffer)
+    elif isinstance(v, TupleV):
+        for e in v.elems:
+            _owned_arrays(e, out)
+    return out
+
+
+def _with_meta(v: Value, like: Value) -> Value:
+    """v with the buffers/from_list flags of `like` (same structure)."""
+    if isinstance(v, ArrayV):
+        return ArrayV(v.stype, v.parts, like.buffer, like.from_list)
+    if isinstance(v, TupleV):
+        return TupleV(tuple(_with_meta(a, b) for a, b in zip(v.elems, like.elems)), v.record)
+    return v
+
+
+def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, extra_followers=()):
+    """Shared by for and while. make_form(ctx, params_scope) -> (form, index or None);
+    bind_iter(body_ctx, index) binds the loop target."""
+    names, updated = carried_names(ctx, body_block)
+    inits = {n: harden(ctx.scope.lookup(n)) for n in names}
+    disown: set[str] = set()
+    for _attempt in range(3):
+        result = _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter)
+        if isinstance(result, set):
+            disown |= result
+            continue
+        break
+    loop, params_vals, bctx = result
+    outs = list(ctx.b.bind(loop, loc=ctx.loc(st), hints=[p.name.rsplit("_", 1)[0] for p in loop.params]))
+    for n in names:
+        pv = params_vals[n]
+        k = len(flatten_value(pv))
+        ctx.scope.set(n, _with_meta(rebuild_value(value_stype(pv), outs[:k]), pv))
+        outs = outs[k:]
+    for n, v in bctx.scope.vars.items():
+        if n not in names and ctx.scope.lookup(n) is None:
+            ctx.scope.set(n, Unbound(f"'{n}' is bound only inside the loop body; bind it before the loop"))
+
+
+def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
+    params: list[ir.Var] = []
+    params_vals: dict[str, Value] = {}
+    for n in names:
+        init = inits[n]
+        if n in disown:
+            init = _disowned(init)
+        vs = [ctx.b.var(t, n) for t in flatten_stype(value_stype(init))]
+        params += vs
+        params_vals[n] = _with_meta(rebuild_value(value_stype(init), vs), init)
+    pscope = ctx.scope.child()
+    for n in names:
+        pscope.set(n, params_vals[n])
+    form, index = make_form(ctx.with_scope(pscope, b=ctx.b.sub()), pscope)
+    bctx = ctx.with_scope(pscope.child(), b=ctx.b.sub())
+    ctx.frame.loop_depth += 1
+    ctx.fs.followers.append([st])
+    try:
+        bind_iter(bctx, index)
+        translate_block(bctx, block_stmts(body_block), False)
+    finally:
+        ctx.frame.loop_depth -= 1
+        ctx.fs.followers.pop()
+    results = []
+    lose = set()
+    for n in names:
+        v = bctx.scope.lookup(n)
+        if isinstance(v, Unbound):
+            raise ctx.error(st, f"'{n}' is rebound only on some paths through the loop body "
+                                f"({v.message})")
+        if isinstance(v, LocalDef):
+            raise ctx.error(st, f"'{n}' changes from a value to a function in the loop")
+        want = value_stype(params_vals[n])
+        try:
+            v = coerce(v, want, ctx.src, st, strict=False, what=f"loop-carried '{n}'")
+        except CompileError:
+            raise ctx.error(st, f"the loop changes the type of '{n}' from {type_name(want)} to "
+                                f"{type_name(value_stype(v))}",
+                            hint=f"give '{n}' its final type before the loop, e.g. "
+                                 f"{type_name(value_stype(v))}(...)") from None
+        before = _owned_arrays(params_vals[n], [])
+        after = _owned_arrays(v, [])
+        if any(b > 0 and a <= 0 for b, a in zip(before, after)) and n not in disown:
+            lose.add(n)
+        results += flatten_value(v)
+    if lose:
+        return lose
+    body = bctx.b.body(results)
+    init_atoms = [a for n in names for a in flatten_value(inits[n])]
+    return ir.Loop(tuple(params), tuple(init_atoms), form, body), params_vals, bctx
+
+
+def translate_for(ctx: Ctx, st: cst.For) -> None:
+    if st.orelse is not None:
+        raise ctx.error(st.orelse, "'for ... else' is not supported")
+    if st.asynchronous is not None:
+        raise ctx.error(st, "'async for' is not supported")
+    src = iter_source(ctx, st.iter)
+    if isinstance(src, ArraySource):
+        _, updated = carried_names(ctx, st.body)
+        iterated = {abs(a.buffer) for a in src.arrays if a.buffer}
+        for n in updated:
+            v = ctx.scope.lookup(n)
+            if isinstance(v, ArrayV) and v.buffer and abs(v.buffer) in iterated:
+                raise ctx.error(st.iter, f"the loop iterates over '{n}' while updating it in place",
+                                hint=f"iterate over range(len({n})) and index {n}[i]")
+
+    def make_form(fctx, pscope):
+        k = ctx.b.var(I64, "k")
+        return ir.ForLoop(k, src.width), k
+
+    def bind_iter(bctx, k):
+        bind_target(bctx, st.target, src.element_at(bctx, k))
+    run_loop(ctx, st, st.body, make_form, bind_iter)
+
+
+def translate_while(ctx: Ctx, st: cst.While) -> None:
+    if st.orelse is not None:
+        raise ctx.error(st.orelse, "'while ... else' is not supported")
+
+    def make_form(cctx, pscope):
+        c = translate_condition(cctx, st.test)
+        return ir.WhileLoop(cctx.b.body([c.atom])), None
+
+    def bind_iter(bctx, _):
+        pass
+    run_loop(ctx, st, st.body, make_form, bind_iter)
