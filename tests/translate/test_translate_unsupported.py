@@ -1,0 +1,126 @@
+"""Every construct outside the subset gives a located CompileError (with a
+hint where one exists), never an internal traceback."""
+from __future__ import annotations
+
+import pytest
+
+from translate_helpers import reject
+
+
+def body(stmt: str, params: str = "x: int, xs: ps.Array[ps.i64]") -> str:
+    lines = "\n".join("    " + ln for ln in stmt.strip("\n").splitlines())
+    return f"@ps.entry\ndef f({params}) -> int:\n{lines}\n    return x\n"
+
+
+CASES = {
+    "global": (body("global G  # <-"), "'global' is not supported"),
+    "try": (body("try:  # <-\n    y = 1\nexcept ValueError:\n    y = 2"), "'try' statements"),
+    "with": (body("with open('f') as h:  # <-\n    y = 1"), "'with' statements"),
+    "yield": (body("yield x  # <-"), "'yield' is not supported"),
+    "lambda_value": (body("g = lambda v: v  # <-"), "functions are not values"),
+    "break": (body("for i in range(3):\n    break  # <-"), "'break' is not supported in v1"),
+    "continue": (body("for i in range(3):\n    continue  # <-"), "'continue' is not supported"),
+    "del": (body("del x  # <-"), "'del' is not supported"),
+    "augassign": (body("x += 1  # <-"), "x = x + 1"),
+    "walrus": (body("y = (z := x)  # <-"), "assignment expressions"),
+    "star_expr": (body("y = (*xs,)  # <-"), "star-expressions"),
+    "fstring": (body("assert x > 0, f'{x}'  # <-"), "string literal"),
+    "fstring_value": (body("y = f'{x}'  # <-"), "f-strings are not supported"),
+    "dict": (body("y = {1: 2}  # <-"), "dict literals"),
+    "set": (body("y = {1, 2}  # <-"), "set literals"),
+    "is": (body("y = x is x  # <-"), "'is' operator"),
+    "in": (body("y = x in xs  # <-"), "'in' operator"),
+    "raise": (body("raise ValueError('no')  # <-"), "'raise' is not supported"),
+    "import_in_function": (body("import math  # <-"), "imports inside functions"),
+    "print": (body("print(x)  # <-"), "I/O is not supported"),
+    "numpy": ("import numpy as np\n" + body("y = np.sqrt(x)  # <-"), "non-prelude module 'numpy'"),
+    "math_attr": ("import math\n" + body("y = math.pi  # <-"), "non-prelude module 'math'"),
+    "while_else": (body("while x > 0:\n    x = x - 1\nelse:  # <-\n    x = 1"), "'while ... else'"),
+    "method_call": (body("y = xs.sum()  # <-"), "methods are not supported"),
+    "prelude_keyword": (body("y = ps.sum(xs=xs)  # <-"), "keyword argument"),
+    "undefined": (body("y = nope + 1  # <-"), "name 'nope' is not defined"),
+    "range_value": (body("y = range(3)  # <-"), "ps.iota"),
+    "unbound_local_def_value": (body("def g(v: int) -> int:\n    return v\ny = g  # <-"),
+                                "functions are not values"),
+    "recursive_local": (body("def g(v: int) -> int:\n    return g(v)  # <-\ny = g(x)"),
+                        "recursive local function"),
+    "int_truthiness": (body("if x:  # <-\n    x = 1"), "must be a bool"),
+    "return_none": (body("return  # <-"), "must return a value"),
+    "attribute_assign": (body("xs.shape = 1  # <-"), "immutable"),
+    "unpack_array": (body("a, b = xs  # <-"), "cannot unpack an array"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_unsupported_construct(name):
+    src, fragment = CASES[name]
+    err = reject(src, contains=fragment)
+    assert err.filename == "snippet.py"
+
+
+def test_augmented_assignment_hint():
+    err = reject(body("x += 1  # <-"))
+    assert err.hint == "write x = x + 1"
+
+
+def test_keyword_only_params_rejected_at_param():
+    reject("""
+        @ps.entry
+        def f(a: int, *, b: int) -> int:  # <-
+            return a
+        """, contains="keyword-only parameters")
+
+
+def test_kwargs_and_defaults_rejected():
+    reject("""
+        def g(a: int, **kw: int) -> int:  # <-
+            return a
+        """, contains="'**kw' parameters")
+    reject("""
+        def g(a: int = 1) -> int:  # <-
+            return a
+        """, contains="default parameter values")
+
+
+def test_missing_return_annotation():
+    reject("""
+        def g(a: int):  # <-
+            return a
+        """, contains="no return type annotation")
+
+
+def test_unsupported_decorator():
+    reject("""
+        import functools
+        @functools.cache  # <-
+        def g(a: int) -> int:
+            return a
+        """, contains="unsupported decorator")
+
+
+def test_plain_class_rejected():
+    reject("""
+        class C:  # <-
+            x: int
+        """, contains="only NamedTuple records")
+
+
+def test_module_level_lambda_and_code():
+    reject("""
+        sq = lambda v: v * v  # <-
+        """, contains="functions are not values")
+    reject("""
+        print("hi")  # <-
+        """, contains="module-level code")
+
+
+def test_entry_decorator_spellings():
+    from translate_helpers import HEADER
+    from pyshark.translate import translate_source
+    src = HEADER + "from pyshark.prelude import entry\nimport pyshark.prelude as p\n" \
+        "@entry\ndef a(x: int) -> int:\n    return x\n" \
+        "@p.entry\ndef b(x: int) -> int:\n    return x\n" \
+        "def c(x: int) -> int:\n    return x\n" \
+        "__pyshark_cases__ = [{'entry': 'a', 'args': [1], 'expected': 1}]\n"
+    prog = translate_source(src, "snippet.py")
+    assert set(prog.entries) == {"a", "b"} and set(prog.functions) == {"a", "b", "c"}
