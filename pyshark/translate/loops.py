@@ -15,7 +15,7 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, I64, flatten_stype
 from ..errors import CompileError
-from .coerce import coerce, harden
+from .coerce import coerce, harden, is_weak
 from .context import Ctx, LocalDef, Unbound
 from .exprs import translate_condition
 from .iteration import ArraySource, iter_source
@@ -100,10 +100,15 @@ def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, extra_followers=())
     """Shared by for and while. make_form(ctx, params_scope) -> (form, index or None);
     bind_iter(body_ctx, index) binds the loop target."""
     names, updated = carried_names(ctx, body_block)
+    weak_inits = {n: ctx.scope.lookup(n) for n in names if is_weak(ctx.scope.lookup(n))}
     inits = {n: harden(ctx.scope.lookup(n)) for n in names}
     disown: set[str] = set()
     for _attempt in range(3):
-        result = _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter)
+        try:
+            result = _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter)
+        except CompileError as err:
+            explain_weak_init(err, weak_inits)
+            raise
         if isinstance(result, set):
             disown |= result
             continue
@@ -118,6 +123,24 @@ def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, extra_followers=())
     for n, v in bctx.scope.vars.items():
         if n not in names and ctx.scope.lookup(n) is None:
             ctx.scope.set(n, Unbound(f"'{n}' is bound only inside the loop body; bind it before the loop"))
+
+
+def explain_weak_init(err: CompileError, weak_inits: dict) -> None:
+    """A type clash inside a loop often comes from a carried constant that
+    started at its default type (`s = 0.0` is f64): say so in the hint."""
+    if not weak_inits or "mixed-type" not in err.message:
+        return
+    line = err.source_line or ""
+    for n, v in weak_inits.items():
+        if n in line and isinstance(v, ScalarV):
+            default = type_name(v.type)
+            other = next((t.strip(";,") for t in err.message.split()
+                          if t.startswith("ps.") and t.strip(";,") != default), None)
+            want = other or "the type you need"
+            err.hint = (f"'{n}' is carried through the loop and starts as the constant "
+                        f"{v.atom.value!r}, which is {default}; write {n} = {want}({v.atom.value!r}) "
+                        f"before the loop")
+            return
 
 
 def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):

@@ -67,7 +67,7 @@ class ModuleEnv:
         order = 0
         for st in module_stmts(self.src.module):
             order += 1
-            self.scan_stmt(st, order)
+            _guard(self.src, st, self.scan_stmt, st, order)
 
     def scan_stmt(self, st, order: int) -> None:
         src = self.src
@@ -180,6 +180,17 @@ class ModuleEnv:
         top.funv = TopFunV(top)
 
 
+def _guard(src: SourceInfo, node, fn, *args):
+    """fn(*args); an unexpected exception becomes a CompileError at node."""
+    try:
+        return fn(*args)
+    except CompileError:
+        raise
+    except Exception as exc:  # a translator bug: still report a location
+        raise src.error(node, f"internal error: {type(exc).__name__}: {exc}",
+                        hint="this is a bug in PyShark; please report it") from exc
+
+
 def _is_main_guard(st: cst.If) -> bool:
     t = st.test
     return (isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name)
@@ -222,13 +233,13 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
     env = ModuleEnv(src)
     env.scan()
     for top in env.functions.values():
-        env.parse_signature(top)
+        _guard(src, top.node.name, env.parse_signature, top)
     _check_constants(env)
     from .funcs import translate_fundef
     functions: dict[str, ir.FunDef] = {}
     entries: dict[str, ir.Entry] = {}
     for top in env.functions.values():
-        functions[top.name] = translate_fundef(env, top)
+        functions[top.name] = _guard(src, top.node.name, translate_fundef, env, top)
         if top.is_entry:
             entries[top.name] = ir.Entry(
                 top.name, tuple(ir.EntryParam(n, st) for n, st, _ in top.params), top.ret,

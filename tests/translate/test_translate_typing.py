@@ -176,3 +176,29 @@ def test_entry_and_records_in_program():
     assert prog.entries["f"].params[0].name == "v"
     assert len(prog.functions["f"].params) == 2
     assert prog.filename == "snippet.py"
+
+
+def test_weak_loop_init_clash_explains_the_constant():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.f32]) -> ps.f32:
+            s = 0.0
+            for x in xs:
+                s = s + x  # <-
+            return s
+        """, contains="mixed-type")
+    assert "s = ps.f32(0.0)" in err.hint
+
+
+def test_unexpected_exception_becomes_located_internal_error(monkeypatch):
+    import pyshark.translate.stmts as stmts
+
+    def boom(ctx, st):
+        raise RuntimeError("boom")
+    monkeypatch.setattr(stmts, "translate_assert", boom)
+    reject("""
+        @ps.entry
+        def f(x: int) -> int:
+            assert x > 0, "positive"  # <-
+            return x
+        """, contains="internal error: RuntimeError: boom")
