@@ -212,6 +212,8 @@ def _check_constants(env: ModuleEnv) -> None:
     names = NameGen()
     fs = FunState(names, "<module>")
     for name, (expr, order) in sorted(env.constants.items(), key=lambda kv: kv[1][1]):
+        if isinstance(expr, (cst.SimpleString, cst.ConcatenatedString)):
+            continue                 # a string constant is an error only where it is used
         ctx = Ctx(env, env.src, Builder(names), Scope(boundary=True), fs,
                   Frame("<module>", None, expr))
         env._evaluating.append(order)

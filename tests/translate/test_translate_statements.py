@@ -354,3 +354,47 @@ def test_annotated_local_assignment_is_strict():
             return y
         """, "f", 1)
     assert got == 2 and got.dtype == np.int32
+
+
+def test_array_rebound_in_loop_stays_owned_and_updates():
+    got = run("""
+        @ps.entry
+        def f(xs: ps.Array[ps.i64], n: int) -> ps.Array[ps.i64]:
+            ys = ps.copy(xs)
+            for k in range(n):
+                ys = ps.map(lambda v: v + 1, ys)
+                ys[0] = 0
+            return ys
+        """, "f", [5, 6], 2)
+    assert list(got) == [0, 8]
+
+
+def test_carried_array_that_becomes_a_parameter_cannot_be_updated():
+    reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.i64], n: int) -> ps.Array[ps.i64]:
+            ys = ps.copy(xs)
+            for k in range(n):
+                ys[0] = 1  # <-
+                ys = xs
+            return ys
+        """, contains="does not own")
+
+
+def test_loop_over_rows_and_local_def_in_loop():
+    src = """
+        @ps.entry
+        def f(m: ps.Array[ps.Array[ps.i64]]) -> tuple[int, ps.Array[ps.i64]]:
+            t = 0
+            for row in m:
+                for v in row:
+                    t = t + v
+            ys = ps.copy(m[0])
+            for i in range(len(ys)):
+                def g(v: int) -> int:
+                    return v + i
+                ys[i] = g(ys[i])
+            return (t, ys)
+        """
+    t, ys = run(src, "f", [[1, 2], [3, 4]])
+    assert t == 10 and list(ys) == [1, 3]
