@@ -18,9 +18,6 @@ _BACKENDS: dict[str, str | type] = {
     "python": "pyshark.wrapper.python_backend:PythonBackend",
 }
 
-_NATIVE = ("opencl", "cpu")
-
-
 class BackendUnavailable(ValueError):
     """A known backend that cannot be used (not built yet, or no device)."""
 
@@ -94,6 +91,3 @@ def get_backend(name: str) -> type:
                                  f"backends: {', '.join(available_backends())}")
     return cls
 
-
-def is_native(name: str) -> bool:
-    return name in _NATIVE
