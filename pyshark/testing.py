@@ -14,6 +14,7 @@ import ast
 import copy
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,8 @@ from .errors import CompileError, ShapeError
 
 __all__ = ["assert_close", "Case", "Outcome", "CaseResult", "RAISES", "load_cases",
            "embedded_cases", "find_modules", "compiled_wrapper", "run_case",
-           "check_expected", "check_against_python", "run_module", "DEFAULT_TOLERANCE"]
+           "check_expected", "check_against_python", "run_module", "DEFAULT_TOLERANCE",
+           "conformance_dir"]
 
 #: dtype -> (rtol, atol) used by assert_close when none is given
 DEFAULT_TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
@@ -260,6 +262,15 @@ def find_modules(path: str | Path) -> list[Path]:
     if path.is_file():
         return [path]
     raise FileNotFoundError(f"no such module or folder: {path}")
+
+
+def conformance_dir() -> Path:
+    """The conformance corpus: $PYSHARK_CONFORMANCE, else <repo>/../shared/conformance
+    (the repository being the folder above the pyshark package)."""
+    env = os.environ.get("PYSHARK_CONFORMANCE")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
 
 
 # ---------------------------------------------------------------------------

@@ -7,26 +7,30 @@ set PYSHARK_KEEP_CACHE=1 to use PYSHARK_CACHE_DIR / the default instead.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from pyshark.testing import conformance_dir
 
 
-def conformance_dir() -> Path:
-    env = os.environ.get("PYSHARK_CONFORMANCE")
-    return Path(env) if env else REPO.parent / "shared" / "conformance"
+_SESSION_CACHE = []
 
 
 def pytest_configure(config):
     if not os.environ.get("PYSHARK_KEEP_CACHE"):
-        os.environ["PYSHARK_CACHE_DIR"] = tempfile.mkdtemp(prefix="pyshark-test-cache-")
+        _SESSION_CACHE.append(tempfile.mkdtemp(prefix="pyshark-test-cache-"))
+        os.environ["PYSHARK_CACHE_DIR"] = _SESSION_CACHE[-1]
+
+
+def pytest_unconfigure(config):
+    for d in _SESSION_CACHE:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
-def conformance() -> Path:
+def conformance():
     d = conformance_dir()
     if not d.is_dir():
         pytest.fail(f"conformance corpus not found at {d} (set PYSHARK_CONFORMANCE)", pytrace=False)

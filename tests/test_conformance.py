@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import conformance_dir
 from pyshark import testing
+from pyshark.testing import conformance_dir
 from pyshark.wrapper import available_backends
 
 CONFORMANCE = conformance_dir()

@@ -5,8 +5,8 @@ import re
 
 import pytest
 
-from conftest import conformance_dir
 from pyshark import CompileError
+from pyshark.testing import conformance_dir
 from pyshark.translate import translate_file
 
 REJECT = conformance_dir() / "reject"

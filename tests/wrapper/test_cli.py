@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import conformance_dir
 from pyshark.cli import main
+from pyshark.testing import conformance_dir
 from pyshark.wrapper import Wrapper
 
 KERNELS = Path(__file__).parent / "kernels"
