@@ -255,10 +255,15 @@ def load_cases(path: str | Path) -> list[Case]:
 
 
 def find_modules(path: str | Path) -> list[Path]:
-    """A module, or the PyShark modules directly inside a folder (sorted)."""
+    """A module, or the PyShark modules directly inside a folder (sorted).
+
+    In a folder, a PyShark module is a .py file that mentions pyshark.prelude
+    (scripts that only use the Wrapper, like examples/demo.py, are not)."""
     path = Path(path)
     if path.is_dir():
-        return sorted(p for p in path.glob("*.py") if not p.name.startswith(("_", "test_")))
+        return sorted(p for p in path.glob("*.py")
+                      if not p.name.startswith(("_", "test_"))
+                      and "pyshark.prelude" in p.read_text(errors="replace"))
     if path.is_file():
         return [path]
     raise FileNotFoundError(f"no such module or folder: {path}")
@@ -380,6 +385,12 @@ def run_module(path: str | Path, backends: list[str]) -> list[CaseResult]:
     path = Path(path)
     cases = load_cases(path)
     if not cases:
+        # no cases to run, but a module that does not compile is still a failure
+        from .translate import translate_file
+        try:
+            translate_file(path)
+        except CompileError as exc:
+            return [CaseResult(None, "translate", f"does not compile:\n{exc}", path)]
         return []
     reference: dict[int, Outcome] = {}
     py = None

@@ -66,6 +66,20 @@ def test_test_on_a_module_that_does_not_compile(tmp_path, capsys):
     assert "bad.py:" in out and "^" in out
 
 
+def test_test_on_a_module_without_cases_that_does_not_compile(capsys):
+    code, out, err = run(capsys, "test", str(conformance_dir() / "reject" / "mixed_i32_i64.py"))
+    assert code == 1 and "Traceback" not in out + err
+    assert "mixed_i32_i64.py:10:" in out and "^" in out
+    assert SUMMARY.search(out).group(0) == "0 passed, 1 failed"
+
+
+def test_test_on_a_folder_skips_scripts_that_are_not_kernels(capsys):
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    code, out, _ = run(capsys, "test", str(examples))
+    assert code == 0 and "demo.py" not in out, out
+    assert SUMMARY.search(out).group(2) == "0"
+
+
 def test_test_usage_errors_exit_2(tmp_path, capsys):
     assert run(capsys, "test", str(tmp_path / "missing.py"))[0] == 2
     assert run(capsys, "test", str(KERNELS), "--backend", "no-such")[0] == 2
