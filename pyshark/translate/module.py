@@ -65,7 +65,7 @@ class ModuleEnv:
     # -- scanning -----------------------------------------------------------
     def scan(self) -> None:
         order = 0
-        for st in module_stmts(self.src.module):
+        for st in block_stmts(self.src.module):
             order += 1
             _guard(self.src, st, self.scan_stmt, st, order)
 
@@ -195,16 +195,6 @@ def _is_main_guard(st: cst.If) -> bool:
     t = st.test
     return (isinstance(t, cst.Comparison) and isinstance(t.left, cst.Name)
             and t.left.value == "__name__")
-
-
-def module_stmts(module: cst.Module) -> list:
-    out = []
-    for s in module.body:
-        if isinstance(s, cst.SimpleStatementLine):
-            out.extend(s.body)
-        else:
-            out.append(s)
-    return out
 
 
 def _check_constants(env: ModuleEnv) -> None:

@@ -24,7 +24,7 @@ from .values import ArrayV, ScalarV, TupleV, Value, flatten_value, rebuild_value
 
 
 def block_stmts(block) -> list:
-    """The statements of a block, with `a = 1; b = 2` lines split up."""
+    """The statements of a block (or of a module), with `a = 1; b = 2` lines split up."""
     if isinstance(block, cst.SimpleStatementSuite):
         return list(block.body)
     out = []
