@@ -17,6 +17,7 @@ from typing import Optional
 import libcst as cst
 
 from ..core import ir
+from ..core.traverse import iter_stms
 from ..core.types import SRecord, SType
 from ..errors import CompileError
 from .annotations import parse_type
@@ -153,6 +154,9 @@ class ModuleEnv:
         is_entry = False
         for d in node.decorators:
             dec = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
+            if isinstance(d.decorator, cst.Call) and ENTRY in src.qualified_names(dec):
+                raise src.error(d.decorator, "@ps.entry takes no arguments",
+                                hint="write @ps.entry without parentheses")
             quals = src.qualified_names(dec) if isinstance(dec, (cst.Name, cst.Attribute)) else set()
             if ENTRY in quals:
                 is_entry = True
@@ -237,8 +241,37 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
                 top.name, tuple(ir.EntryParam(n, st) for n, st, _ in top.params), top.ret,
                 src.loc(top.node.name))
     program = ir.Program(functions, entries, dict(env.records), filename)
+    _reject_recursion(src, program)
     _run_checker(program)
     return program
+
+
+def _reject_recursion(src: SourceInfo, program: ir.Program) -> None:
+    """Recursion is refused: OpenCL kernels cannot recurse and the native
+    backends inline calls, so a cycle in the call graph is a located error at
+    a call that closes it."""
+    calls = {name: [(stm.exp.fn, stm.loc) for stm in iter_stms(fun.body)
+                    if isinstance(stm.exp, ir.Call)]
+             for name, fun in program.functions.items()}
+    state: dict[str, int] = {}          # 1: on the current path, 2: done
+
+    def visit(name: str) -> None:
+        state[name] = 1
+        for callee, loc in calls.get(name, ()):
+            if state.get(callee) == 1:
+                line = src.lines[loc.line - 1] if loc and 0 < loc.line <= len(src.lines) else None
+                raise CompileError(
+                    f"recursive call of '{callee}' (from '{name}') is not supported",
+                    loc.file if loc else src.filename, loc.line if loc else 0,
+                    loc.col if loc else 0, line,
+                    hint="write it as a loop (for/while with carried values) or a SOAC")
+            if state.get(callee) is None:
+                visit(callee)
+        state[name] = 2
+
+    for name in program.functions:
+        if name not in state:
+            visit(name)
 
 
 def _run_checker(program: ir.Program) -> None:

@@ -124,3 +124,34 @@ def test_entry_decorator_spellings():
         "__pyshark_cases__ = [{'entry': 'a', 'args': [1], 'expected': 1}]\n"
     prog = translate_source(src, "snippet.py")
     assert set(prog.entries) == {"a", "b"} and set(prog.functions) == {"a", "b", "c"}
+
+
+def test_top_level_recursion_rejected_at_the_call():
+    reject("""
+        def fact(n: int) -> int:
+            return n * fact(n - 1) if n > 1 else 1  # <-
+        @ps.entry
+        def f(n: int) -> int:
+            return fact(n)
+        """, contains="recursive call of 'fact'")
+
+
+def test_mutual_recursion_rejected():
+    err = reject("""
+        def even(n: int) -> bool:
+            return odd(n - 1) if n > 0 else True
+        def odd(n: int) -> bool:
+            return even(n - 1) if n > 0 else False  # <-
+        @ps.entry
+        def f(n: int) -> bool:
+            return even(n)
+        """, contains="recursive call of 'even'")
+    assert "loop" in err.hint
+
+
+def test_entry_decorator_with_parentheses_rejected():
+    reject("""
+        @ps.entry()  # <-
+        def f(n: int) -> int:
+            return n
+        """, contains="@ps.entry takes no arguments")
