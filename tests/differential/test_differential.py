@@ -9,6 +9,7 @@ odd sizes, extreme values and NaN in the inputs.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,9 @@ from scalar_kernels import FLOAT_TYPES, INT_TYPES, kernel_source
 
 HERE = Path(__file__).resolve().parent
 COMPILED = [b for b in available_backends() if b != "python"]
-SETTINGS = settings(max_examples=40, deadline=None, derandomize=True,
+# PYSHARK_DIFF_EXAMPLES=1000 (and PYSHARK_DIFF_RANDOM=1 for fresh seeds) for a deeper run
+SETTINGS = settings(max_examples=int(os.environ.get("PYSHARK_DIFF_EXAMPLES", "40")), deadline=None,
+                    derandomize=not os.environ.get("PYSHARK_DIFF_RANDOM"),
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 
