@@ -7,7 +7,7 @@ the array's element type (as Python mode's `coerce_weak` does).
 from __future__ import annotations
 
 from ..core import ir
-from ..core.types import BOOL, I64, SArray, SScalar, flatten_stype
+from ..core.types import BOOL, I64, SArray, SScalar, ScalarType, flatten_stype
 from .coerce import coerce, harden
 from .prelude_common import PCall, bool_lambda, describe, elem_rebuild, fresh_array
 from .values import ScalarV, flatten_value, rebuild_value, type_name, value_stype
@@ -201,18 +201,41 @@ def lower_tabulate(c: PCall):
 
 
 def lower_tabulate_2d(c: PCall):
-    """Map over iota(n) of a Map over iota(m); negative sizes raise ShapeError
-    as in Python mode."""
+    """f(i, j) over an n x m grid; negative sizes raise ShapeError as in Python
+    mode. Scalar (or tuple-of-scalar) results: one flat Map over iota(n * m)
+    reshaped to [n, m], so the result is n x m even when n == 0 (a nested Map
+    could not know m then) and the kernel is flat. Array results: Map of Map."""
     c.count(3, usage="ps.tabulate_2d(n, m, f)")
     f = c.fun(2, 2)
     io_n, wn = _iota(c, 0, True)
     io_m, wm = _iota(c, 1, True)
+    flat = _tabulate_2d_flat(c, f, wn, wm)
+    if flat is not None:
+        return flat
     outer = c.ctx.nested()
     i = outer.b.var(I64, "i")
     inner_lam, rst = c.lam(f, [SScalar(I64)], 2, ctx=outer, pre_args=[ScalarV(i)])
     rows = outer.b.bind(ir.Map(wm, inner_lam, (io_m,)), "row", c.loc)
     outer_lam = ir.Lambda((i,), outer.b.body(rows), tuple(r.type for r in rows))
     parts = c.bind(ir.Map(wn, outer_lam, (io_n,)), "tab")
+    return fresh_array(SArray(SArray(rst)), parts)
+
+
+def _tabulate_2d_flat(c: PCall, f, wn, wm):
+    """The flat form of tabulate_2d, or None when f returns arrays."""
+    outer = c.ctx.nested()
+    k = outer.b.var(I64, "k")
+    i = outer.b.bind1(ir.BinOp("floordiv", k, wm), "i", c.loc)   # m > 0 whenever k exists
+    j = outer.b.bind1(ir.BinOp("mod", k, wm), "j", c.loc)
+    lam, rst = c.lam(f, [], 2, ctx=outer, pre_args=[ScalarV(i), ScalarV(j)])
+    if not all(isinstance(t, ScalarType) for t in lam.ret):
+        return None
+    body = ir.Body(tuple(outer.b.stms) + lam.body.stms, lam.body.result)
+    lam = ir.Lambda((k,), body, lam.ret)
+    nm = c.bind1(ir.BinOp("mul", wn, wm), "nm")
+    ks = c.bind1(ir.Iota(nm), "k")
+    flat = c.bind(ir.Map(nm, lam, (ks,)), "tab")
+    parts = [c.bind1(ir.Reshape((wn, wm), part), "tab") for part in flat]
     return fresh_array(SArray(SArray(rst)), parts)
 
 

@@ -138,3 +138,13 @@ def insertion_sort(xs: ps.Array[ps.i32]) -> ps.Array[ps.i32]:
             ys[j] = a
             j = j - 1
     return ys
+
+
+@ps.entry
+def grid(n: int, m: int) -> ps.Array[ps.Array[ps.i64]]:
+    return ps.tabulate_2d(n, m, lambda i, j: i * m + j)
+
+
+@ps.entry
+def grid_pairs(n: int, m: int) -> ps.Array[ps.Array[tuple[ps.i64, ps.f32]]]:
+    return ps.tabulate_2d(n, m, lambda i, j: (j, ps.f32(i)))

@@ -246,3 +246,15 @@ def test_tuples_folds_gather(arrays, xs, data):
     agree(arrays, "folds", xs.astype(np.int64))
     idxs = np.array(data.draw(st.lists(st.integers(-len(ys) - 2, len(ys) + 2), max_size=8)), dtype=np.int64)
     agree(arrays, "gather", ys, idxs)
+
+
+@SETTINGS
+@given(n=st.integers(-1, 5), m=st.integers(-1, 5))
+def test_tabulate_2d_shapes(arrays, n, m):
+    """Empty grids keep their other dimension ((0, m), not (0, 0)) everywhere."""
+    agree(arrays, "grid", n, m)
+    agree(arrays, "grid_pairs", n, m)
+    if n >= 0 and m >= 0:
+        for w in arrays.values():
+            assert w.grid(n, m).shape == (n, m)
+            assert w.grid_pairs(n, m).shape == (n, m)
