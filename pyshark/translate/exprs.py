@@ -18,7 +18,8 @@ from ..core import ir
 from ..core.types import BOOL, SArray, SType, array_of
 from . import ops
 from .context import Ctx, LocalDef, Unbound
-from .unify import harden_all, merge_branches, unify_values
+from .coerce import harden
+from .unify import merge_branches, unify_values
 from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, new_buffer, rebuild_value,
                      type_name, value_stype, weak)
 
@@ -320,7 +321,7 @@ def translate_list(ctx: Ctx, node: cst.List, expect: Optional[SType]) -> ArrayV:
     elem_expect = expect.elem if isinstance(expect, SArray) else None
     values = [translate_element(ctx, e, elem_expect) for e in node.elements]
     nodes = [e.value for e in node.elements]
-    values = [harden_all(v) for v in unify_values(ctx, values, nodes, "the elements of this list")]
+    values = [harden(v) for v in unify_values(ctx, values, nodes, "the elements of this list")]
     st = value_stype(values[0])
     cols = list(zip(*[flatten_value(v) for v in values]))
     parts = []

@@ -12,7 +12,7 @@ import libcst as cst
 
 from ..core import ir
 from ..core.types import BOOL, F64, I64, SArray, SType
-from .coerce import weak_to
+from .coerce import harden, weak_to
 from .values import ArrayV, ScalarV, TupleV, Value, type_name, value_stype
 
 
@@ -66,15 +66,7 @@ def unify_values(ctx, values: list[Value], nodes: list[cst.CSTNode], what: str) 
     raise ctx.src.error(nodes[-1], f"{what} have different kinds of types: {kinds}")
 
 
-def harden_all(v: Value) -> Value:
-    if isinstance(v, ScalarV) and v.weak:
-        return ScalarV(v.atom)
-    if isinstance(v, TupleV):
-        return TupleV(tuple(harden_all(e) for e in v.elems), v.record)
-    return v
-
-
 def merge_branches(ctx, a: Value, b: Value, node_a, node_b, what: str) -> tuple[Value, Value]:
     """Two branch values at one type, weak ones hardened where both were weak."""
     a2, b2 = unify_values(ctx, [a, b], [node_a, node_b], what)
-    return harden_all(a2), harden_all(b2)
+    return harden(a2), harden(b2)
