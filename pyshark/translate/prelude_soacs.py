@@ -28,27 +28,26 @@ def _neutral(c: PCall, i: int, st):
                   what=f"the neutral element of {c.name}")
 
 
-def lower_reduce(c: PCall, commutative: bool):
-    c.count(3, usage=f"{c.name}(op, ne, xs)")
+def _operator_args(c: PCall, usage: str):
+    """reduce/scan(op, ne, xs): the element type, neutral, width and operator lambda."""
+    c.count(3, usage=usage)
     f = c.fun(0, 2)
     xs = c.array(2)
     st = xs.stype.elem
     ne = _neutral(c, 1, st)
-    n = c.size(xs)
     lam, _ = c.lam(f, [st, st], 0, ret=st)
-    res = c.bind(ir.Reduce(n, lam, tuple(flatten_value(ne)), xs.parts, commutative), "red")
+    return xs, st, tuple(flatten_value(ne)), c.size(xs), lam
+
+
+def lower_reduce(c: PCall, commutative: bool):
+    xs, st, ne, n, lam = _operator_args(c, f"{c.name}(op, ne, xs)")
+    res = c.bind(ir.Reduce(n, lam, ne, xs.parts, commutative), "red")
     return rebuild_value(st, res)
 
 
 def lower_scan(c: PCall):
-    c.count(3, usage="ps.scan(op, ne, xs)")
-    f = c.fun(0, 2)
-    xs = c.array(2)
-    st = xs.stype.elem
-    ne = _neutral(c, 1, st)
-    n = c.size(xs)
-    lam, _ = c.lam(f, [st, st], 0, ret=st)
-    parts = c.bind(ir.Scan(n, lam, tuple(flatten_value(ne)), xs.parts), "scan")
+    xs, st, ne, n, lam = _operator_args(c, "ps.scan(op, ne, xs)")
+    parts = c.bind(ir.Scan(n, lam, ne, xs.parts), "scan")
     return fresh_array(SArray(st), parts)
 
 
