@@ -1,0 +1,436 @@
+"""The kernel IR: one imperative language that both native backends spell.
+
+Modelled on Futhark's ImpCode: host code (scalar code, loops, allocations,
+copies, error setting) plus parallel loops whose bodies are sequential code.
+Everything that is a *decision* (which algorithm a SOAC uses, where memory is
+allocated and freed, how Python's operators are built from machine ones) is
+made before this IR; the emitters (codegen/cpu/emit_llvm.py, later
+codegen/opencl/emit_cl.py) only spell it.
+
+Values
+- Scalar types are the core's ScalarType. `bool` is i1 in registers and one
+  byte (0 or 1) in memory, as numpy stores it.
+- `Ptr(elem)` is a pointer to elements of a scalar type or to pointers.
+- Variables (`KVar`) are mutable locals of the function (like C locals):
+  `Set` assigns them; a variable is declared by its first `Set` (or as a
+  parameter). Every read of a variable is dominated by a Set of it on every
+  path (the checker checks the simple, structural version of this rule).
+
+Expressions are pure trees and never fail; every operand already has the
+right type (no implicit conversions). Primitive operators have C/LLVM
+machine meaning, and the lowering guarantees their preconditions (no integer
+division by zero or INT_MIN / -1, shift amounts in [0, bits)). Python's
+operators (floor division, NaN-propagating min, ...) are built from these by
+codegen/scalar.py, once, for every backend.
+
+Statements: Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor.
+
+`ParFor(i, n, body)` runs body for i in 0..n-1 where iterations are
+independent; the CPU backend splits them in contiguous static chunks over
+the OpenMP threads (and runs them inline when `parallel_if` is false or
+n <= 1). Its body may read any variable of the enclosing code (captured by
+value when the loop starts), may Set only variables it declares itself, and
+communicates results only through memory. ParFors do not nest (the checker
+rejects it).
+
+`Fail(kind, msg, args)` stops the entry with an error: code `kind` (see
+ERROR_CODES), message number `msg` (an index into Module.messages, a
+str.format template with `{}` for each of up to four i64 `args`). Inside a
+ParFor the first failure wins, the failing chunk stops, and the entry
+returns the error after the loop.
+
+The entry ABI that every backend implements for a `Function`:
+    int32_t NAME(pyshark_ctx *ctx, P0, P1, ...)
+with the params in order (scalars by value, bool as uint8_t; pointers as
+pointers) and
+    typedef struct { int32_t code; int32_t msg; int64_t args[4];
+                     int32_t nthreads; int32_t pad; } pyshark_ctx;
+The return value equals ctx->code after the call (0: success).
+`nthreads` is the number of threads a ParFor may use (0: the runtime's
+default). `Alloc` returns memory that the caller may later release with C
+`free()` (results are handed to numpy that way).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from pyshark.core.types import BOOL, F32, F64, I8, I32, I64, ScalarType
+
+
+# ---------------------------------------------------------------------------
+# Types
+
+
+@dataclass(frozen=True)
+class Ptr:
+    """A pointer to elements of `elem` (a scalar type or another Ptr)."""
+    elem: Union[ScalarType, "Ptr"]
+
+    def __repr__(self) -> str:
+        return f"*{self.elem!r}"
+
+
+KType = Union[ScalarType, Ptr]
+
+
+# ---------------------------------------------------------------------------
+# Expressions
+
+
+@dataclass(frozen=True)
+class KVar:
+    name: str
+    type: KType
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class KConst:
+    """A scalar constant; `value` is a Python int/float/bool in range of type."""
+    value: Union[int, float, bool]
+    type: ScalarType
+
+    def __repr__(self) -> str:
+        return f"{self.value!r}{self.type.value}"
+
+
+# Binary primitives. Operands have one type T; result T unless noted.
+#   add sub mul           ints wrap; floats IEEE (no contraction)
+#   div                   floats: IEEE division. ints: truncating (C) division;
+#                         precondition y != 0 and not (x == MIN and y == -1)
+#   rem                   floats: C fmod (LLVM frem). ints: C remainder (sign of
+#                         x), same precondition as div
+#   and or xor            ints and bool
+#   shl shr               ints; shr is arithmetic for signed T, logical for
+#                         unsigned; precondition 0 <= y < bits(T)
+#   pow atan2             floats: C pow / atan2 (f32: powf / atan2f)
+#   eq ne lt le gt ge     any T -> bool; signedness from T; floats: ordered
+#                         comparisons except ne, which is unordered (NaN != x)
+BIN_PRIMS = frozenset({
+    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
+    "pow", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
+})
+CMP_PRIMS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
+FLOAT_ONLY_BIN = frozenset({"pow", "atan2"})
+INT_ONLY_BIN = frozenset({"shl", "shr"})
+
+# Unary primitives, result of the operand type unless noted.
+#   neg                   ints: 0 - x (wraps); floats: IEEE negation (fneg)
+#   not                   bool: logical not; ints: bitwise complement
+#   fabs sqrt             floats (sqrt correctly rounded)
+#   exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh
+#                         floats: the C math library function (f32: the `f` one)
+#   floor ceil trunc rint floats; rint rounds half to even
+#   isnan                 floats -> bool
+UN_PRIMS = frozenset({
+    "neg", "not", "fabs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos",
+    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+    "floor", "ceil", "trunc", "rint", "isnan",
+})
+FLOAT_ONLY_UN = UN_PRIMS - {"neg", "not"}
+
+
+@dataclass(frozen=True)
+class Bin:
+    """A binary primitive. `reassoc` lets the backend reassociate this float
+    operation (set on the operators of reduce/scan/reduce_by_index, which
+    LANGUAGE.md allows to run in any association)."""
+    op: str
+    x: "Expr"
+    y: "Expr"
+    reassoc: bool = False
+
+
+@dataclass(frozen=True)
+class Un:
+    op: str
+    x: "Expr"
+
+
+@dataclass(frozen=True)
+class Cast:
+    """numpy's conversion of a scalar to `to`: int -> int truncates or extends
+    by the source's signedness; int -> float rounds to nearest; float -> int
+    truncates toward zero (out of range or NaN: no undefined behaviour, the
+    result is what x86's cvtt* gives, the integer minimum, then truncated);
+    f64 <-> f32 rounds to nearest; x -> bool is x != 0; bool -> x is 0 or 1."""
+    to: ScalarType
+    x: "Expr"
+
+
+@dataclass(frozen=True)
+class Sel:
+    """`x if cond else y`, both evaluated (they never fail)."""
+    cond: "Expr"
+    x: "Expr"
+    y: "Expr"
+
+
+@dataclass(frozen=True)
+class Load:
+    """ptr[index] (index is i64, in elements)."""
+    ptr: "Expr"
+    index: "Expr"
+
+
+@dataclass(frozen=True)
+class PtrAdd:
+    """ptr + offset elements (offset i64)."""
+    ptr: "Expr"
+    offset: "Expr"
+
+
+@dataclass(frozen=True)
+class NumThreads:
+    """The number of threads a ParFor started now would use (i64, >= 1)."""
+
+
+Expr = Union[KVar, KConst, Bin, Un, Cast, Sel, Load, PtrAdd, NumThreads]
+
+
+# ---------------------------------------------------------------------------
+# Statements
+
+
+@dataclass(frozen=True)
+class Set:
+    var: KVar
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Store:
+    """ptr[index] = value."""
+    ptr: Expr
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Alloc:
+    """var = fresh memory for `count` (i64) elements of var.type.elem, 64-byte
+    aligned, uninitialised; releasable with C free(). count <= 0 allocates a
+    minimal block. Fails with MemoryError when the size overflows or the
+    allocation fails."""
+    var: KVar
+    count: Expr
+
+
+@dataclass(frozen=True)
+class Free:
+    ptr: Expr
+
+
+@dataclass(frozen=True)
+class CopyMem:
+    """dst[0:count] = src[0:count] (element type of dst; no overlap)."""
+    dst: Expr
+    src: Expr
+    count: Expr
+
+
+@dataclass(frozen=True)
+class Block:
+    stms: tuple["Stm", ...]
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    then: Block
+    orelse: Block = Block(())
+
+
+@dataclass(frozen=True)
+class For:
+    """for var in lo, lo+1, ..., hi-1 (i64; no iteration when hi <= lo).
+    `var` is read-only in the body."""
+    var: KVar
+    lo: Expr
+    hi: Expr
+    body: Block
+
+
+@dataclass(frozen=True)
+class While:
+    """while cond: body -- `cond` is re-evaluated before every iteration."""
+    cond: Expr
+    body: Block
+
+
+@dataclass(frozen=True)
+class Fail:
+    kind: str
+    msg: int
+    args: tuple[Expr, ...] = ()
+
+
+@dataclass(frozen=True)
+class ParFor:
+    var: KVar
+    count: Expr
+    body: Block
+    parallel_if: Optional[Expr] = None   # None: always worth going parallel
+
+
+Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor]
+
+ERROR_CODES = {
+    "IndexError": 1, "ZeroDivisionError": 2, "AssertionError": 3,
+    "ShapeError": 4, "ValueError": 5, "MemoryError": 6,
+}
+
+
+# ---------------------------------------------------------------------------
+# Functions and modules
+
+
+@dataclass(frozen=True)
+class Function:
+    """One entry point (see the ABI in the module docstring)."""
+    name: str
+    params: tuple[KVar, ...]
+    body: Block
+
+
+@dataclass
+class Module:
+    functions: list[Function] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)
+
+    def message(self, text: str) -> int:
+        """The number of a message template, adding it when new."""
+        if text not in self.messages:
+            self.messages.append(text)
+        return self.messages.index(text)
+
+
+# ---------------------------------------------------------------------------
+# Typing
+
+
+def type_of(e: Expr) -> KType:
+    if isinstance(e, (KVar, KConst)):
+        return e.type
+    if isinstance(e, Bin):
+        return BOOL if e.op in CMP_PRIMS else type_of(e.x)
+    if isinstance(e, Un):
+        return BOOL if e.op == "isnan" else type_of(e.x)
+    if isinstance(e, Cast):
+        return e.to
+    if isinstance(e, Sel):
+        return type_of(e.x)
+    if isinstance(e, Load):
+        t = type_of(e.ptr)
+        assert isinstance(t, Ptr), f"load from non-pointer {e.ptr!r}"
+        return t.elem
+    if isinstance(e, PtrAdd):
+        return type_of(e.ptr)
+    if isinstance(e, NumThreads):
+        return I64
+    raise TypeError(f"not a kernel IR expression: {e!r}")
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Bin):
+        return (e.x, e.y)
+    if isinstance(e, (Un, Cast)):
+        return (e.x,)
+    if isinstance(e, Sel):
+        return (e.cond, e.x, e.y)
+    if isinstance(e, Load):
+        return (e.ptr, e.index)
+    if isinstance(e, PtrAdd):
+        return (e.ptr, e.offset)
+    return ()
+
+
+def expr_vars(e: Expr) -> set[str]:
+    """Names of the variables an expression reads."""
+    if isinstance(e, KVar):
+        return {e.name}
+    out: set[str] = set()
+    for c in children(e):
+        out |= expr_vars(c)
+    return out
+
+
+def stm_exprs(s: Stm) -> tuple[Expr, ...]:
+    """The expressions a statement evaluates itself (not those of sub-blocks)."""
+    if isinstance(s, Set):
+        return (s.value,)
+    if isinstance(s, Store):
+        return (s.ptr, s.index, s.value)
+    if isinstance(s, Alloc):
+        return (s.count,)
+    if isinstance(s, Free):
+        return (s.ptr,)
+    if isinstance(s, CopyMem):
+        return (s.dst, s.src, s.count)
+    if isinstance(s, If):
+        return (s.cond,)
+    if isinstance(s, For):
+        return (s.lo, s.hi)
+    if isinstance(s, While):
+        return (s.cond,)
+    if isinstance(s, Fail):
+        return tuple(s.args)
+    if isinstance(s, ParFor):
+        return (s.count,) + ((s.parallel_if,) if s.parallel_if is not None else ())
+    raise TypeError(f"not a kernel IR statement: {s!r}")
+
+
+def sub_blocks(s: Stm) -> tuple[Block, ...]:
+    if isinstance(s, If):
+        return (s.then, s.orelse)
+    if isinstance(s, (For, While, ParFor)):
+        return (s.body,)
+    return ()
+
+
+def declared_vars(s: Stm) -> set[str]:
+    """Variables a statement declares (Set/Alloc targets, loop counters),
+    including inside its sub-blocks."""
+    out: set[str] = set()
+    if isinstance(s, (Set, Alloc)):
+        out.add(s.var.name)
+    if isinstance(s, (For, ParFor)):
+        out.add(s.var.name)
+    for b in sub_blocks(s):
+        for t in b.stms:
+            out |= declared_vars(t)
+    return out
+
+
+def free_vars_of_block(block: Block) -> set[str]:
+    """Variables a block reads that it does not declare itself (what a ParFor
+    body captures)."""
+    declared: set[str] = set()
+    read: set[str] = set()
+    for s in block.stms:
+        declared |= declared_vars(s)
+
+    def walk(b: Block):
+        for s in b.stms:
+            for e in stm_exprs(s):
+                read.update(expr_vars(e))
+            for sb in sub_blocks(s):
+                walk(sb)
+    walk(block)
+    return read - declared
+
+
+from .kir_check import check_module  # noqa: E402  (re-export)
+from .kir_pretty import pretty_module  # noqa: E402  (re-export)
+
+__all__ = [
+    "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
+    "NumThreads", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem", "Block", "If",
+    "For", "While", "Fail", "ParFor", "Stm", "Function", "Module", "ERROR_CODES",
+    "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
+    "free_vars_of_block", "check_module", "pretty_module",
+    "BOOL", "F32", "F64", "I8", "I32", "I64",
+]

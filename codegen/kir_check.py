@@ -1,0 +1,159 @@
+"""A checker for the kernel IR: operand types, declared-before-use, and the
+ParFor rules (no nesting, no assignment to captured variables).
+
+It runs in tests after every lowering, so an emitter can trust its input.
+"""
+from __future__ import annotations
+
+from pyshark.core.types import BOOL, I64, ScalarType
+
+from . import kir as K
+
+
+class KirError(Exception):
+    """Kernel IR that breaks the rules in kir.py (a compiler bug)."""
+
+
+def _expr(e: K.Expr, scope: dict) -> K.KType:
+    if isinstance(e, K.KVar):
+        if e.name not in scope:
+            raise KirError(f"{e.name} read before it is set")
+        if scope[e.name] != e.type:
+            raise KirError(f"{e.name} has type {scope[e.name]!r}, used as {e.type!r}")
+        return e.type
+    if isinstance(e, K.KConst):
+        if not isinstance(e.type, ScalarType):
+            raise KirError(f"constant of non-scalar type {e!r}")
+        return e.type
+    for c in K.children(e):
+        _expr(c, scope)
+    if isinstance(e, K.Bin):
+        tx, ty = K.type_of(e.x), K.type_of(e.y)
+        if e.op not in K.BIN_PRIMS:
+            raise KirError(f"unknown binary primitive {e.op}")
+        if tx != ty or not isinstance(tx, ScalarType):
+            raise KirError(f"{e.op} on {tx!r} and {ty!r}")
+        if e.op in K.FLOAT_ONLY_BIN and not tx.is_float:
+            raise KirError(f"{e.op} needs floats, got {tx!r}")
+        if e.op in K.INT_ONLY_BIN and not tx.is_int:
+            raise KirError(f"{e.op} needs ints, got {tx!r}")
+        if e.op in ("and", "or", "xor") and tx.is_float:
+            raise KirError(f"{e.op} on floats")
+    elif isinstance(e, K.Un):
+        t = K.type_of(e.x)
+        if e.op not in K.UN_PRIMS:
+            raise KirError(f"unknown unary primitive {e.op}")
+        if not isinstance(t, ScalarType):
+            raise KirError(f"{e.op} on {t!r}")
+        if e.op in K.FLOAT_ONLY_UN and not t.is_float:
+            raise KirError(f"{e.op} needs floats, got {t!r}")
+        if e.op == "not" and t.is_float:
+            raise KirError("not on a float")
+    elif isinstance(e, K.Cast):
+        if not isinstance(K.type_of(e.x), ScalarType):
+            raise KirError(f"cast of a pointer {e!r}")
+    elif isinstance(e, K.Sel):
+        if K.type_of(e.cond) != BOOL:
+            raise KirError(f"select on non-bool {e.cond!r}")
+        if K.type_of(e.x) != K.type_of(e.y):
+            raise KirError(f"select of {K.type_of(e.x)!r} and {K.type_of(e.y)!r}")
+    elif isinstance(e, (K.Load, K.PtrAdd)):
+        if not isinstance(K.type_of(e.ptr), K.Ptr):
+            raise KirError(f"{type(e).__name__} through a non-pointer {e.ptr!r}")
+        idx = e.index if isinstance(e, K.Load) else e.offset
+        if K.type_of(idx) != I64:
+            raise KirError(f"index {idx!r} is not i64")
+    return K.type_of(e)
+
+
+def _declare(scope: dict, var: K.KVar):
+    old = scope.get(var.name)
+    if old is not None and old != var.type:
+        raise KirError(f"{var.name} declared as {old!r} and {var.type!r}")
+    scope[var.name] = var.type
+
+
+def _block(b: K.Block, scope: dict, in_par: bool, outer: set | None):
+    for s in b.stms:
+        _stm(s, scope, in_par, outer)
+
+
+def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
+    for e in K.stm_exprs(s):
+        _expr(e, scope)
+    if isinstance(s, (K.Set, K.Alloc)):
+        if outer is not None and s.var.name in outer:
+            raise KirError(f"a ParFor body assigns {s.var.name}, declared outside it")
+        if isinstance(s, K.Set) and K.type_of(s.value) != s.var.type:
+            raise KirError(f"set {s.var.name}: {s.var.type!r} = {K.type_of(s.value)!r}")
+        if isinstance(s, K.Alloc):
+            if not isinstance(s.var.type, K.Ptr):
+                raise KirError(f"alloc into non-pointer {s.var.name}")
+            if K.type_of(s.count) != I64:
+                raise KirError("alloc count is not i64")
+        _declare(scope, s.var)
+    elif isinstance(s, K.Store):
+        pt = K.type_of(s.ptr)
+        if not isinstance(pt, K.Ptr) or pt.elem != K.type_of(s.value):
+            raise KirError(f"store of {K.type_of(s.value)!r} through {pt!r}")
+        if K.type_of(s.index) != I64:
+            raise KirError("store index is not i64")
+    elif isinstance(s, (K.If, K.While)):
+        if K.type_of(s.cond) != BOOL:
+            raise KirError(f"{type(s).__name__} condition is not bool")
+        for sb in K.sub_blocks(s):
+            # variables first set inside a branch stay visible after it (C
+            # scoping at function level); the emitter declares them up front.
+            _block(sb, scope, in_par, outer)
+    elif isinstance(s, K.For):
+        if K.type_of(s.lo) != I64 or K.type_of(s.hi) != I64 or s.var.type != I64:
+            raise KirError("for bounds and counter must be i64")
+        _declare(scope, s.var)
+        _block(s.body, scope, in_par, outer)
+    elif isinstance(s, K.ParFor):
+        if in_par:
+            raise KirError("nested ParFor")
+        if s.var.type != I64 or K.type_of(s.count) != I64:
+            raise KirError("ParFor counter and count must be i64")
+        if s.parallel_if is not None and K.type_of(s.parallel_if) != BOOL:
+            raise KirError("ParFor parallel_if is not bool")
+        inner = dict(scope)
+        _declare(inner, s.var)
+        _block(s.body, inner, True, set(scope))
+    elif isinstance(s, K.Fail):
+        if s.kind not in K.ERROR_CODES:
+            raise KirError(f"unknown error kind {s.kind}")
+        if len(s.args) > 4 or any(K.type_of(a) != I64 for a in s.args):
+            raise KirError("Fail takes at most four i64 arguments")
+    elif isinstance(s, K.CopyMem):
+        if K.type_of(s.dst) != K.type_of(s.src) or not isinstance(K.type_of(s.dst), K.Ptr):
+            raise KirError("copy between different pointer types")
+    elif isinstance(s, K.Free):
+        if not isinstance(K.type_of(s.ptr), K.Ptr):
+            raise KirError("free of a non-pointer")
+
+
+def check_function(f: K.Function, module: K.Module | None = None) -> None:
+    scope: dict = {}
+    for p in f.params:
+        _declare(scope, p)
+    _block(f.body, scope, False, None)
+    if module is not None:
+        for s in _walk(f.body):
+            if isinstance(s, K.Fail) and not 0 <= s.msg < len(module.messages):
+                raise KirError(f"Fail names message {s.msg}, which does not exist")
+
+
+def _walk(b: K.Block):
+    for s in b.stms:
+        yield s
+        for sb in K.sub_blocks(s):
+            yield from _walk(sb)
+
+
+def check_module(m: K.Module) -> None:
+    names = [f.name for f in m.functions]
+    if len(set(names)) != len(names):
+        raise KirError("duplicate function names")
+    for f in m.functions:
+        check_function(f, m)
