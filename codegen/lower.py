@@ -1,0 +1,674 @@
+"""Core IR -> kernel IR: the one lowering both native backends share.
+
+Compile-by-environment (as a code-generating interpreter would): each core
+FunDef body is walked with an environment from core names to lowered values,
+and calls are inlined at their call site (the language has no recursion).
+
+Values
+- a scalar is a kir expression (bound to a fresh kir variable);
+- an array is an `Arr`: base pointer (the allocation), data pointer,
+  shape (i64 expressions), element type. Every array is row-major and
+  contiguous; sub-arrays that stay contiguous (a row, a reshape, a
+  dimension-0 slice with step 1) are views of their base, everything else
+  is copied;
+- a `Delayed` array is a scalar-result map (or iota) whose only use is as
+  the input of a later SOAC of the same body: its element i is computed
+  where the consumer reads it, which fuses map-map, map-reduce, map-scan,
+  map-filter and map-histogram without materialising the intermediate
+  (Futhark's producer-consumer fusion, done as pull arrays).
+
+Memory (codegen decides it statically, no reference counts at run time):
+each lowered body is a Scope that owns the allocations made in it and frees
+them when it ends, except those it returns. A result that may alias memory
+the scope owns but does not hand over whole is copied. Loop-carried arrays
+are owned by the loop; an `Update` writes in place when the array is owned
+in the current lambda frame and no other live name can see it, else it
+copies first (the checker's uniqueness rules make the in-place case the
+common one).
+
+The SOAC algorithms are in codegen/mc/ (one file per primitive); this file
+holds the walk, scopes, scalar code and control flow; lower_arrays.py the
+array expressions.
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional, Union
+
+from pyshark.core import ir
+from pyshark.core.types import ArrayType, BOOL, I64, ScalarType, U8
+from pyshark.errors import InternalCompilerError
+
+from . import kir as K
+from . import scalar as S
+from .usage import live_after, use_counts
+
+
+# ---------------------------------------------------------------------------
+# Lowered values
+
+
+@dataclass(frozen=True)
+class Arr:
+    base: K.Expr                        # the allocation (or the caller's buffer)
+    data: K.Expr                        # element 0
+    shape: tuple                        # i64 kir expressions, one per dimension
+    elem: ScalarType
+    aliases: frozenset = frozenset()    # names of bases whose memory this may share
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+
+@dataclass
+class DelayedGroup:
+    """A map of scalar results whose elements are computed where read."""
+    n: K.Expr
+    compute: Callable[[K.Expr], list]   # index -> element values (emits code)
+
+
+@dataclass(frozen=True)
+class Delayed:
+    group: DelayedGroup
+    k: int                              # which result of the group
+    elem: ScalarType
+
+    @property
+    def shape(self) -> tuple:
+        return (self.group.n,)
+
+    @property
+    def rank(self) -> int:
+        return 1
+
+
+Value = Union[K.Expr, Arr, Delayed]
+
+
+@dataclass
+class Scope:
+    owned: list = field(default_factory=list)     # base KVars this body frees
+    frame: int = 0                                # lambda frame number
+
+
+@dataclass(frozen=True)
+class Options:
+    unsafe: bool = False                # drop bounds checks
+    parallel: bool = True               # emit ParFor at host level
+
+
+# Iterations below which a ParFor whose body has no loops runs inline (a
+# fork-join costs ~10 us on these machines: TOOLCHAIN.md).
+PAR_MIN_CHEAP = 1 << 15
+
+
+class Lowerer:
+    """Lowers one entry (and every function it calls) to a kir.Function."""
+
+    def __init__(self, program: ir.Program, module: K.Module, options: Options):
+        self.program = program
+        self.module = module
+        self.options = options
+        self.stack: list[list] = [[]]
+        self.counter = 0
+        self.scopes: list[Scope] = []
+        self.frame = 0
+        self.in_par = False
+
+    # -- building kir ---------------------------------------------------------
+    def emit(self, s: K.Stm) -> None:
+        self.stack[-1].append(s)
+
+    def var(self, hint: str, t) -> K.KVar:
+        self.counter += 1
+        return K.KVar(f"{hint}_{self.counter}", t)
+
+    def let(self, hint: str, e: K.Expr) -> K.Expr:
+        if isinstance(e, (K.KVar, K.KConst)):
+            return e
+        v = self.var(hint, K.type_of(e))
+        self.emit(K.Set(v, e))
+        return v
+
+    @contextmanager
+    def block(self):
+        """Collects the statements emitted inside into `holder[0]` as a Block."""
+        holder: list = [None]
+        self.stack.append([])
+        try:
+            yield holder
+        finally:
+            holder[0] = K.Block(tuple(self.stack.pop()))
+
+    def fail(self, kind: str, text: str, loc=None, args=()) -> K.Fail:
+        if loc is not None:
+            text = f"{text} (at {loc})"
+        return K.Fail(kind, self.module.message(text.replace("{", "{{").replace("}", "}}")
+                                                if not args else text), tuple(args))
+
+    def check(self, cond: K.Expr, kind: str, text: str, loc=None, args=()) -> None:
+        """Emits `if not cond: fail`."""
+        if isinstance(cond, K.KConst):
+            if cond.value:
+                return
+        self.emit(K.If(S.lnot(cond), K.Block((self.fail(kind, text, loc, args),))))
+
+    def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None]):
+        i = self.var(hint, I64)
+        with self.block() as blk:
+            body(i)
+        self.emit(K.For(i, lo, hi, blk[0]))
+
+    def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None]):
+        """A loop whose iterations are independent: a ParFor at host level
+        (inline below a size threshold unless its body loops), else a For."""
+        i = self.var(hint, I64)
+        if self.in_par or not self.options.parallel:
+            with self.block() as blk:
+                body(i)
+            self.emit(K.For(i, S.const(0, I64), n, blk[0]))
+            return
+        self.in_par = True
+        try:
+            with self.block() as blk:
+                body(i)
+        finally:
+            self.in_par = False
+        heavy = _has_loop(blk[0])
+        cond = None if heavy else S.b("ge", n, S.const(PAR_MIN_CHEAP, I64))
+        self.emit(K.ParFor(i, n, blk[0], cond))
+
+    # -- memory -----------------------------------------------------------------
+    def alloc(self, hint: str, elem: ScalarType, shape: tuple) -> Arr:
+        """A fresh array owned by the current scope."""
+        count = self.let("cnt", _product(shape))
+        p = self.var(hint, K.Ptr(elem))
+        self.emit(K.Alloc(p, count))
+        self.scopes[-1].owned.append(p)
+        return Arr(p, p, tuple(shape), elem, frozenset({p.name}))
+
+    def count(self, a: Arr) -> K.Expr:
+        return _product(a.shape)
+
+    def row_size(self, a: Arr) -> K.Expr:
+        return _product(a.shape[1:])
+
+    def copy_arr(self, a: Value, hint: str = "copy") -> Arr:
+        """A fresh, owned, contiguous copy of an array value."""
+        if isinstance(a, Delayed):
+            return self.materialise(a)
+        out = self.alloc(hint, a.elem, tuple(self.let("d", d) for d in a.shape))
+        self.emit(K.CopyMem(out.data, a.data, self.count(a)))
+        return out
+
+    def owned_here(self, base: K.Expr) -> Optional[Scope]:
+        """The scope of the current lambda frame that owns `base`, if any."""
+        if not isinstance(base, K.KVar):
+            return None
+        for sc in reversed(self.scopes):
+            if sc.frame != self.frame:
+                return None
+            if any(b.name == base.name for b in sc.owned):
+                return sc
+        return None
+
+    # -- bodies -----------------------------------------------------------------
+    def lower_body(self, body: ir.Body, env: dict, outer_live: frozenset = frozenset(),
+                   new_frame: bool = False) -> list:
+        """Lowers a body in a scope of its own; returns [(value, owned)] for
+        its results (owned arrays now belong to the caller's scope)."""
+        saved_frame = self.frame
+        if new_frame:
+            self.counter += 1
+            self.frame = self.counter
+        self.scopes.append(Scope(frame=self.frame))
+        try:
+            env = dict(env)
+            lives = live_after(body)
+            counts = use_counts(body)
+            for k, stm in enumerate(body.stms):
+                self.live = lives[k] | outer_live
+                self.body_counts = counts
+                self.rest = body.stms[k + 1:]
+                vals = self.lower_exp(stm, env)
+                if len(vals) != len(stm.pat):
+                    raise InternalCompilerError(f"lowering {type(stm.exp).__name__} gave "
+                                                f"{len(vals)} values for {len(stm.pat)}")
+                for v, val in zip(stm.pat, vals):
+                    env[v.name] = val
+            results = [self.atom(a, env) for a in body.result]
+            return self.finish_scope(results)
+        finally:
+            self.scopes.pop()
+            self.frame = saved_frame
+
+    def finish_scope(self, results: list) -> list:
+        """Hands over the results, copying any that share memory the scope
+        owns without owning it whole; frees the rest of the scope's memory."""
+        sc = self.scopes[-1]
+        out = []
+        given: set = set()
+        for r in results:
+            if isinstance(r, Delayed):
+                r = self.materialise(r)
+            if not isinstance(r, Arr):
+                out.append((r, False))
+                continue
+            owned_names = {b.name for b in sc.owned}
+            base_name = r.base.name if isinstance(r.base, K.KVar) else None
+            if base_name in owned_names and base_name not in given:
+                given.add(base_name)
+                out.append((r, True))
+            elif r.aliases & (owned_names | given):
+                c = self.copy_arr(r)
+                sc.owned = [b for b in sc.owned if b.name != c.base.name]
+                given.add(c.base.name)
+                out.append((c, True))
+            else:
+                out.append((r, False))
+        for b in sc.owned:
+            if b.name not in given:
+                self.emit(K.Free(b))
+        sc.owned = []
+        return out
+
+    def adopt(self, results: list) -> list:
+        """Registers owned results of a nested body in the current scope."""
+        vals = []
+        for r, owned in results:
+            if owned:
+                self.scopes[-1].owned.append(r.base)
+            vals.append(r)
+        return vals
+
+    def apply(self, lam_params, body: ir.Body, env: dict, args: list,
+              new_frame: bool = False) -> list:
+        """Lowers a lambda or function body with its params bound to args."""
+        inner = dict(env)
+        for p, a in zip(lam_params, args):
+            inner[p.name] = a
+        return self.lower_body(body, inner, self.live, new_frame=new_frame)
+
+    def apply_discard(self, lam: ir.Lambda, env: dict, args: list) -> list:
+        """Applies a lambda whose array results the caller only reads before
+        the next `release`: returns (values, to_free)."""
+        res = self.apply(lam.params, lam.body, env, args)
+        vals = [r for r, _ in res]
+        to_free = [r.base for r, owned in res if owned]
+        return vals, to_free
+
+    # -- atoms and expressions ---------------------------------------------------
+    def atom(self, a, env: dict) -> Value:
+        if isinstance(a, ir.Const):
+            return S.const(a.value, a.type)
+        try:
+            return env[a.name]
+        except KeyError:
+            raise InternalCompilerError(f"lowering: {a.name} is not bound") from None
+
+    def scalar(self, a, env) -> K.Expr:
+        v = self.atom(a, env)
+        if isinstance(v, (Arr, Delayed)):
+            raise InternalCompilerError(f"lowering: {a} is an array, expected a scalar")
+        return v
+
+    def array(self, a, env) -> Value:
+        v = self.atom(a, env)
+        if not isinstance(v, (Arr, Delayed)):
+            raise InternalCompilerError(f"lowering: {a} is a scalar, expected an array")
+        return v
+
+    def materialise(self, d: Delayed) -> Arr:
+        """Computes a delayed array into memory (all results of its group)."""
+        out = self.alloc("mat", d.elem, (self.let("n", d.group.n),))
+
+        def body(i):
+            vals = d.group.compute(i)
+            self.emit(K.Store(out.data, i, vals[d.k]))
+        self.par_for("i", d.group.n, body)
+        return out
+
+    def element(self, v: Value, i: K.Expr, cache: dict | None = None) -> Value:
+        """Element i of an array value: a scalar (Load) or a row view."""
+        if isinstance(v, Delayed):
+            key = id(v.group)
+            if cache is not None and key in cache:
+                return cache[key][v.k]
+            vals = v.group.compute(i)
+            if cache is not None:
+                cache[key] = vals
+            return vals[v.k]
+        if v.rank == 1:
+            return self.let("e", K.Load(v.data, i))
+        rs = self.row_size(v)
+        return Arr(v.base, self.let("row", K.PtrAdd(v.data, S.b("mul", i, rs))),
+                   v.shape[1:], v.elem, v.aliases)
+
+    def lower_exp(self, stm: ir.Let, env: dict) -> list:
+        e = stm.exp
+        h = _HANDLERS.get(type(e))
+        if h is None:
+            from . import lower_arrays
+            h = lower_arrays.HANDLERS.get(type(e))
+        if h is None:
+            from .mc import SOAC_HANDLERS
+            h = SOAC_HANDLERS.get(type(e))
+        if h is None:
+            raise InternalCompilerError(f"lowering: no rule for {type(e).__name__}")
+        return h(self, e, env, stm)
+
+
+
+# ---------------------------------------------------------------------------
+# Scalar code and control flow
+
+
+def _has_loop(b: K.Block) -> bool:
+    for s in b.stms:
+        if isinstance(s, (K.For, K.While)):
+            return True
+        if any(_has_loop(sb) for sb in K.sub_blocks(s)):
+            return True
+    return False
+
+
+def _product(shape) -> K.Expr:
+    out: K.Expr = S.const(1, I64)
+    for d in shape:
+        out = d if (isinstance(out, K.KConst) and out.value == 1) else S.b("mul", out, d)
+    return out
+
+
+def _h_atom(lw: Lowerer, e: ir.AtomExp, env, stm):
+    return [lw.atom(e.atom, env)]
+
+
+def _binop(lw: Lowerer, op: str, x: K.Expr, y: K.Expr, loc, reassoc=False) -> K.Expr:
+    return S.binop(op, x, y, emit=lw.emit,
+                   fail=lambda kind, text: lw.fail(kind, text, loc),
+                   new_var=lambda t: lw.var("p", t), reassoc=reassoc)
+
+
+def _h_binop(lw: Lowerer, e: ir.BinOp, env, stm):
+    x, y = lw.scalar(e.x, env), lw.scalar(e.y, env)
+    return [lw.let("t", _binop(lw, e.op, x, y, stm.loc, getattr(lw, "reassoc", False)))]
+
+
+def _h_unop(lw: Lowerer, e: ir.UnOp, env, stm):
+    return [lw.let("t", S.unop(e.op, lw.scalar(e.x, env)))]
+
+
+def _h_convert(lw: Lowerer, e: ir.Convert, env, stm):
+    return [lw.let("c", S.convert(e.to, lw.scalar(e.x, env)))]
+
+
+def _h_select(lw: Lowerer, e: ir.Select, env, stm):
+    c, x, y = (lw.atom(a, env) for a in (e.cond, e.x, e.y))
+    if isinstance(x, (Arr, Delayed)) or isinstance(y, (Arr, Delayed)):
+        raise InternalCompilerError("lowering: select of arrays")
+    return [lw.let("s", K.Sel(c, x, y))]
+
+
+def _h_assert(lw: Lowerer, e: ir.Assert, env, stm):
+    msg = e.msg or "assertion failed"
+    lw.check(lw.scalar(e.cond, env), e.error, msg, stm.loc)
+    return []
+
+
+def _h_call(lw: Lowerer, e: ir.Call, env, stm):
+    fun = lw.program.functions[e.fn]
+    args = [lw.atom(a, env) for a in e.args]
+    res = lw.lower_body(fun.body, {p.name: a for p, a in zip(fun.params, args)}, lw.live)
+    return lw.adopt(res)
+
+
+def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
+    """Lowers both branches; each returns [(value, owned)]. Array results are
+    uniformly owned (fresh variables the enclosing scope frees) or uniformly
+    borrowed (aliases of what the branches returned)."""
+    with lw.block() as tb:
+        tres = then_fn()
+    with lw.block() as eb:
+        eres = else_fn()
+    tstms, estms = list(tb[0].stms), list(eb[0].stms)
+    out = []
+    for k, t in enumerate(types):
+        (tv, town), (ev, eown) = tres[k], eres[k]
+        if isinstance(t, ScalarType):
+            v = lw.var("if", t)
+            tstms.append(K.Set(v, tv))
+            estms.append(K.Set(v, ev))
+            out.append(v)
+            continue
+        if town != eown:
+            # make the borrowed side owned by copying it inside its branch
+            lw.stack.append(tstms if not town else estms)
+            lw.scopes.append(Scope(frame=lw.frame))
+            try:
+                if not town:
+                    tv, town = lw.copy_arr(tv), True
+                else:
+                    ev, eown = lw.copy_arr(ev), True
+            finally:
+                lw.scopes.pop()
+                lw.stack.pop()
+        same_base = (isinstance(tv.base, K.KVar) and isinstance(ev.base, K.KVar)
+                     and tv.base.name == ev.base.name)
+        if same_base:
+            base = tv.base
+        else:
+            base = lw.var("ifb", tv.base.type if isinstance(tv.base, K.KVar)
+                          else K.type_of(tv.base))
+            tstms.append(K.Set(base, tv.base))
+            estms.append(K.Set(base, ev.base))
+        data = lw.var("ifd", K.Ptr(t.elem))
+        tstms.append(K.Set(data, tv.data))
+        estms.append(K.Set(data, ev.data))
+        shape = []
+        for d in range(t.rank):
+            sv = lw.var("ifn", I64)
+            tstms.append(K.Set(sv, tv.shape[d]))
+            estms.append(K.Set(sv, ev.shape[d]))
+            shape.append(sv)
+        if town:
+            lw.scopes[-1].owned.append(base)
+            aliases = frozenset({base.name})
+        else:
+            aliases = tv.aliases | ev.aliases | frozenset({base.name})
+        out.append(Arr(base, data, tuple(shape), t.elem, aliases))
+    lw.emit(K.If(cond, K.Block(tuple(tstms)), K.Block(tuple(estms))))
+    return out
+
+
+def _h_if(lw: Lowerer, e: ir.If, env, stm):
+    cond = lw.scalar(e.cond, env)
+    live = lw.live
+    return _merge_if(lw, cond,
+                     lambda: lw.lower_body(e.then_body, env, live),
+                     lambda: lw.lower_body(e.else_body, env, live), e.ret)
+
+
+def _carried(lw: Lowerer, p: ir.Var) -> Value:
+    """Loop variables for a loop parameter."""
+    t = p.type
+    if isinstance(t, ScalarType):
+        return lw.var(p.name, t)
+    base = lw.var(p.name + "_b", K.Ptr(t.elem))
+    data = lw.var(p.name + "_d", K.Ptr(t.elem))
+    shape = tuple(lw.var(p.name + "_n", I64) for _ in range(t.rank))
+    return Arr(base, data, shape, t.elem, frozenset({base.name}))
+
+
+def _assign(lw: Lowerer, dst: Value, src: Value) -> list:
+    if isinstance(dst, Arr):
+        return ([K.Set(dst.base, src.base), K.Set(dst.data, src.data)]
+                + [K.Set(a, b) for a, b in zip(dst.shape, src.shape)])
+    return [K.Set(dst, src)]
+
+
+def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
+    """A sequential loop. Array parameters are owned by the loop: an initial
+    value the loop cannot take over (borrowed, or still live after the loop)
+    is copied first; the body frees what it does not carry on."""
+    live = lw.live
+    carried = [_carried(lw, p) for p in e.params]
+    for p, c, init in zip(e.params, carried, e.inits):
+        v = lw.atom(init, env)
+        if isinstance(c, Arr):
+            if isinstance(v, Delayed):
+                v = lw.materialise(v)
+            sc = lw.owned_here(v.base)
+            others_live = any(
+                isinstance(env.get(n), Arr) and env[n].base == v.base for n in live)
+            if (sc is not None and sc is lw.scopes[-1] and not others_live
+                    and v.aliases == frozenset({v.base.name})):
+                sc.owned = [b for b in sc.owned if b.name != v.base.name]
+            else:
+                v = lw.copy_arr(v)
+                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
+                                       if b.name != v.base.name]
+        for s in _assign(lw, c, v):
+            lw.emit(s)
+    inner = dict(env)
+    for p, c in zip(e.params, carried):
+        inner[p.name] = c
+    body_live = live | frozenset(p.name for p in e.params)
+
+    def iteration() -> K.Block:
+        with lw.block() as blk:
+            lw.scopes.append(Scope(owned=[c.base for c in carried if isinstance(c, Arr)],
+                                   frame=lw.frame))
+            try:
+                res = lw.lower_body(e.body, inner, body_live)
+                vals = []
+                for (r, owned), c in zip(res, carried):
+                    if isinstance(c, Arr) and not owned:
+                        if r.base.name not in {x.base.name for x in carried
+                                               if isinstance(x, Arr)} or \
+                                r.aliases - {r.base.name}:
+                            r = lw.copy_arr(r)
+                            lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
+                                                   if b.name != r.base.name]
+                    vals.append(r)
+                keep = {r.base.name for r in vals if isinstance(r, Arr)}
+                for b in lw.scopes[-1].owned:
+                    if b.name not in keep:
+                        lw.emit(K.Free(b))
+                temps = [lw.var("nx", K.type_of(r) if not isinstance(r, Arr) else None)
+                         if not isinstance(r, Arr) else _carried_like(lw, r) for r in vals]
+                for t, r in zip(temps, vals):
+                    for s in _assign(lw, t, r):
+                        lw.emit(s)
+                for c, t in zip(carried, temps):
+                    for s in _assign(lw, c, t):
+                        lw.emit(s)
+            finally:
+                lw.scopes.pop()
+        return blk[0]
+
+    if isinstance(e.form, ir.ForLoop):
+        n = lw.scalar(e.form.bound, env)
+        i = lw.var("it", I64)
+        inner[e.form.index.name] = i
+        lw.emit(K.For(i, S.const(0, I64), n, iteration()))
+    else:
+        def cond_value() -> K.Expr:
+            res = lw.lower_body(e.form.cond, inner, body_live)
+            return res[0][0]
+        c = lw.var("cond", BOOL)
+        lw.emit(K.Set(c, cond_value()))
+        body = iteration()
+        with lw.block() as cb:
+            lw.emit(K.Set(c, cond_value()))
+        lw.emit(K.While(c, K.Block(body.stms + cb[0].stms)))
+    for c in carried:
+        if isinstance(c, Arr):
+            lw.scopes[-1].owned.append(c.base)
+    return list(carried)
+
+
+def _carried_like(lw: Lowerer, r: Arr) -> Arr:
+    base = lw.var("nb", K.type_of(r.base))
+    data = lw.var("nd", K.type_of(r.data))
+    shape = tuple(lw.var("nn", I64) for _ in r.shape)
+    return Arr(base, data, shape, r.elem, frozenset({base.name}))
+
+
+_HANDLERS = {
+    ir.AtomExp: _h_atom, ir.BinOp: _h_binop, ir.UnOp: _h_unop, ir.Convert: _h_convert,
+    ir.Select: _h_select, ir.Assert: _h_assert, ir.Call: _h_call, ir.If: _h_if,
+    ir.Loop: _h_loop,
+}
+
+
+# ---------------------------------------------------------------------------
+# Entries
+
+
+def entry_abi(fun: ir.FunDef) -> tuple[list, list]:
+    """The flat ABI of an entry: [(kind, type)] for inputs and outputs, where
+    kind is "scalar" or "array" (data pointer then one i64 per dimension;
+    outputs: a pointer to a data pointer, then a pointer to rank i64s)."""
+    ins = [("scalar", p.type) if isinstance(p.type, ScalarType) else ("array", p.type)
+           for p in fun.params]
+    outs = [("scalar", t) if isinstance(t, ScalarType) else ("array", t) for t in fun.ret]
+    return ins, outs
+
+
+def lower_entry(program: ir.Program, name: str, module: K.Module,
+                options: Options = Options()) -> K.Function:
+    fun = program.entry_fun(name)
+    lw = Lowerer(program, module, options)
+    params: list[K.KVar] = []
+    env: dict = {}
+    for p in fun.params:
+        if isinstance(p.type, ScalarType):
+            v = K.KVar(f"in_{p.name}", p.type)
+            params.append(v)
+            env[p.name] = v
+        else:
+            d = K.KVar(f"in_{p.name}", K.Ptr(p.type.elem))
+            dims = tuple(K.KVar(f"in_{p.name}_n{k}", I64) for k in range(p.type.rank))
+            params += [d, *dims]
+            env[p.name] = Arr(d, d, dims, p.type.elem, frozenset())
+    outs = []
+    for k, t in enumerate(fun.ret):
+        if isinstance(t, ScalarType):
+            o = K.KVar(f"out{k}", K.Ptr(t))
+            params.append(o)
+            outs.append((o,))
+        else:
+            o = K.KVar(f"out{k}", K.Ptr(K.Ptr(t.elem)))
+            od = K.KVar(f"out{k}_shape", K.Ptr(I64))
+            params += [o, od]
+            outs.append((o, od))
+    lw.scopes.append(Scope(frame=0))
+    with lw.block() as blk:
+        res = lw.lower_body(fun.body, env)
+        given: set = set()
+        for (val, owned), o, t in zip(res, outs, fun.ret):
+            if isinstance(t, ScalarType):
+                lw.emit(K.Store(o[0], S.const(0, I64), val))
+                continue
+            if not owned or val.data is not val.base or val.base.name in given:
+                if owned:
+                    lw.scopes[-1].owned.append(val.base)
+                val = lw.copy_arr(val, "res")
+                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
+                                       if b.name != val.base.name]
+            given.add(val.base.name)
+            lw.emit(K.Store(o[0], S.const(0, I64), val.base))
+            for d, dim in enumerate(val.shape):
+                lw.emit(K.Store(o[1], S.const(d, I64), dim))
+        for b in lw.scopes[-1].owned:
+            lw.emit(K.Free(b))
+    return K.Function(name, tuple(params), blk[0])
+
+
+def lower_program(program: ir.Program, options: Options = Options()) -> K.Module:
+    module = K.Module()
+    for name in program.entries:
+        module.functions.append(lower_entry(program, name, module, options))
+    return module

@@ -1,0 +1,386 @@
+"""Lowering of the core IR's array expressions (indexing, slicing, updates,
+literals, iota/replicate, copy, concat, rotate, transpose, reshape).
+
+Arrays are contiguous and row-major (see lower.py); what stays contiguous
+is a view, the rest is copied with one loop nest per result.
+"""
+from __future__ import annotations
+
+from pyshark.core import ir
+from pyshark.core.types import ArrayType, I64, ScalarType
+
+from . import kir as K
+from . import scalar as S
+from .lower import Arr, Delayed, DelayedGroup, Lowerer, _product
+
+ZERO = S.const(0, I64)
+ONE = S.const(1, I64)
+
+
+def _i64(lw: Lowerer, v: K.Expr) -> K.Expr:
+    return lw.let("ix", S.convert(I64, v))
+
+
+def norm_index(lw: Lowerer, i: K.Expr, n: K.Expr, wrap: bool, loc, dim: int) -> K.Expr:
+    """Python's index rules: negative counts from the end (when `wrap`);
+    IndexError when out of range (dropped with unsafe=True)."""
+    i = _i64(lw, i)
+    j = lw.let("j", K.Sel(S.b("lt", i, ZERO), S.b("add", i, n), i)) if wrap else i
+    if not lw.options.unsafe:
+        ok = S.land(S.b("ge", j, ZERO), S.b("lt", j, n))
+        where = f" in dimension {dim}" if dim else ""
+        lw.check(ok, "IndexError", "index {} out of range for length {}" + where, loc,
+                 (i, n))
+    return j
+
+
+def strides(a) -> list:
+    """Row-major strides (in elements) of each dimension."""
+    out = []
+    for d in range(len(a.shape)):
+        out.append(_product(a.shape[d + 1:]))
+    return out
+
+
+def _offset(lw: Lowerer, a: Arr, idxs: list) -> K.Expr:
+    st = strides(a)
+    off: K.Expr = ZERO
+    for j, s in zip(idxs, st):
+        term = j if isinstance(s, K.KConst) and s.value == 1 else S.b("mul", j, s)
+        off = term if off is ZERO else S.b("add", off, term)
+    return lw.let("off", off)
+
+
+def index_value(lw: Lowerer, a, idxs: list, wrap: bool, loc):
+    """a[idxs]: a scalar or a view of the sub-array."""
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    js = [norm_index(lw, i, a.shape[d], wrap, loc, d) for d, i in enumerate(idxs)]
+    off = _offset(lw, a, js)
+    if len(js) == a.rank:
+        return lw.let("x", K.Load(a.data, off))
+    return Arr(a.base, lw.let("v", K.PtrAdd(a.data, off)), a.shape[len(js):], a.elem,
+               a.aliases)
+
+
+def _h_index(lw: Lowerer, e: ir.Index, env, stm):
+    a = lw.array(e.arr, env)
+    return [index_value(lw, a, [lw.scalar(i, env) for i in e.idxs], e.wrap_negative,
+                        stm.loc)]
+
+
+def _h_size(lw: Lowerer, e: ir.Size, env, stm):
+    a = lw.array(e.arr, env)
+    return [a.shape[e.dim]]
+
+
+def _slice_dim(lw: Lowerer, d: ir.SliceDim, n: K.Expr, env, loc):
+    """(start, length, step) of a Python slice of a dimension of length n
+    (PySlice_AdjustIndices)."""
+    step = _i64(lw, lw.scalar(d.step, env)) if d.step is not None else ONE
+    if not isinstance(step, K.KConst):
+        lw.check(S.b("ne", step, ZERO), "ValueError", "slice step cannot be zero", loc)
+    neg = lw.let("neg", S.b("lt", step, ZERO))
+    m1 = S.const(-1, I64)
+    lower = K.Sel(neg, m1, ZERO)
+    upper = lw.let("up", K.Sel(neg, S.b("sub", n, ONE), n))
+
+    def adjust(v, default):
+        if v is None:
+            return lw.let("sd", default)
+        x = _i64(lw, lw.scalar(v, env))
+        x = lw.let("sx", K.Sel(S.b("lt", x, ZERO), S.b("add", x, n), x))
+        x = lw.let("sx", K.Sel(S.b("lt", x, lower), lower, x))
+        return lw.let("sx", K.Sel(S.b("gt", x, upper), upper, x))
+    start = adjust(d.start, K.Sel(neg, upper, lower))
+    stop = adjust(d.stop, K.Sel(neg, lower, upper))
+    # length: step > 0: (stop - start - 1) // step + 1 when start < stop
+    pos_len = S.b("add", S.b("div", S.b("sub", S.b("sub", stop, start), ONE),
+                             K.Sel(neg, ONE, step)), ONE)
+    neg_len = S.b("add", S.b("div", S.b("sub", S.b("sub", start, stop), ONE),
+                             K.Sel(neg, K.Un("neg", step), ONE)), ONE)
+    length = K.Sel(neg, K.Sel(S.b("lt", stop, start), neg_len, ZERO),
+                   K.Sel(S.b("lt", start, stop), pos_len, ZERO))
+    return start, lw.let("len", length), step
+
+
+def _h_slice(lw: Lowerer, e: ir.Slice, env, stm):
+    a = lw.array(e.arr, env)
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    # per dimension: ("idx", j) or ("rng", start, len, step)
+    parts = []
+    for d in range(a.rank):
+        dim = e.dims[d] if d < len(e.dims) else ir.SliceDim(None, None, None)
+        if isinstance(dim, ir.SliceDim):
+            parts.append(("rng",) + _slice_dim(lw, dim, a.shape[d], env, stm.loc))
+        else:
+            parts.append(("idx", norm_index(lw, lw.scalar(dim, env), a.shape[d], True,
+                                            stm.loc, d)))
+    st = strides(a)
+    # A view when: leading indexed dims, then at most one range of step 1,
+    # then whole dims only (contiguous memory).
+    view = True
+    seen_range = False
+    for d, p in enumerate(parts):
+        dim = e.dims[d] if d < len(e.dims) else None
+        whole = dim is None or (isinstance(dim, ir.SliceDim) and dim.start is None
+                                and dim.stop is None and dim.step is None)
+        if p[0] == "idx":
+            if seen_range:
+                view = False
+        else:
+            if seen_range and not whole:
+                view = False
+            if not whole and not (isinstance(p[3], K.KConst) and p[3].value == 1):
+                view = False
+            seen_range = seen_range or True
+    base_off: K.Expr = ZERO
+    for p, s in zip(parts, st):
+        first = p[1]
+        base_off = S.b("add", base_off, S.b("mul", first, s))
+    base_off = lw.let("off", base_off)
+    out_shape = tuple(p[2] for p in parts if p[0] == "rng")
+    if view:
+        return [Arr(a.base, lw.let("v", K.PtrAdd(a.data, base_off)), out_shape, a.elem,
+                    a.aliases)]
+    out = lw.alloc("slice", a.elem, out_shape)
+    rng = [(p[3], s) for p, s in zip(parts, st) if p[0] == "rng"]
+
+    def nest(level: int, src_off: K.Expr, dst_off: K.Expr):
+        if level == len(rng):
+            lw.emit(K.Store(out.data, dst_off, K.Load(a.data, src_off)))
+            return
+        step, s = rng[level]
+        dst_stride = _product(out_shape[level + 1:])
+
+        def body(i):
+            nest(level + 1,
+                 lw.let("so", S.b("add", src_off, S.b("mul", S.b("mul", i, step), s))),
+                 lw.let("do", S.b("add", dst_off, S.b("mul", i, dst_stride))))
+        lw.for_range("k", ZERO, out_shape[level], body)
+    nest(0, base_off, ZERO)
+    return [out]
+
+
+def _copy_into(lw: Lowerer, dst: Arr, dst_off: K.Expr, src, loc, what: str):
+    """dst[dst_off : dst_off + count(src)] = src, after checking src's shape
+    equals dst's row shape."""
+    row_shape = dst.shape[1:]
+    if isinstance(src, Delayed):
+        src = lw.materialise(src)
+    if len(src.shape) != len(row_shape):
+        raise AssertionError("rank mismatch in lowering")
+    same = None
+    for x, y in zip(src.shape, row_shape):
+        c = S.b("eq", x, y)
+        same = c if same is None else S.land(same, c)
+    if same is not None:
+        lw.check(same, "ShapeError", what, loc)
+    lw.emit(K.CopyMem(K.PtrAdd(dst.data, dst_off), src.data, _product(row_shape)))
+
+
+def _h_update(lw: Lowerer, e: ir.Update, env, stm):
+    a = lw.array(e.arr, env)
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    value = lw.atom(e.value, env)
+    in_place = (lw.owned_here(a.base) is not None and a.aliases == frozenset({a.base.name})
+                and not any(isinstance(env.get(n), Arr) and env[n].base == a.base
+                            and n != e.arr.name for n in lw.live))
+    if not in_place:
+        a = lw.copy_arr(a, "upd")
+    js = [norm_index(lw, lw.scalar(i, env), a.shape[d], e.wrap_negative, stm.loc, d)
+          for d, i in enumerate(e.idxs)]
+    off = _offset(lw, a, js)
+    if len(js) == a.rank:
+        lw.emit(K.Store(a.data, off, value))
+    else:
+        sub = Arr(a.base, a.data, a.shape[len(js) - 1:], a.elem, a.aliases)
+        _copy_into(lw, sub, off, value, stm.loc,
+                   "cannot update a row with a value of another shape")
+    return [a]
+
+
+def _h_arraylit(lw: Lowerer, e: ir.ArrayLit, env, stm):
+    vals = [lw.atom(x, env) for x in e.elems]
+    t = e.type
+    n = S.const(len(vals), I64)
+    if t.rank == 1:
+        out = lw.alloc("lit", t.elem, (n,))
+        for k, v in enumerate(vals):
+            lw.emit(K.Store(out.data, S.const(k, I64), v))
+        return [out]
+    if not vals:
+        return [lw.alloc("lit", t.elem, (ZERO,) * t.rank)]
+    first = vals[0] if not isinstance(vals[0], Delayed) else lw.materialise(vals[0])
+    vals[0] = first
+    out = lw.alloc("lit", t.elem, (n,) + tuple(first.shape))
+    rs = lw.row_size(out)
+    for k, v in enumerate(vals):
+        _copy_into(lw, out, lw.let("o", S.b("mul", S.const(k, I64), rs)), v, stm.loc,
+                   "array literal rows differ in shape (irregular array)")
+    return [out]
+
+
+def _fill(lw: Lowerer, out: Arr, value_at) -> None:
+    def body(i):
+        lw.emit(K.Store(out.data, i, value_at(i)))
+    lw.par_for("i", out.shape[0], body)
+
+
+def _clamp0(lw: Lowerer, n: K.Expr) -> K.Expr:
+    n = _i64(lw, n)
+    return lw.let("n", K.Sel(S.b("lt", n, ZERO), ZERO, n))
+
+
+def can_delay(lw: Lowerer, names: list) -> bool:
+    """True when each name is used only as a SOAC input (or by Size) in later
+    statements of this body, by exactly one SOAC, with no Update before it."""
+    from .mc import delay_consumer_ok
+    if lw.in_par and False:
+        return False
+    for name in names:
+        total = lw.body_counts.get(name, 0)
+        seen = 0
+        consumers = 0
+        for s in lw.rest:
+            if isinstance(s.exp, ir.Update):
+                if consumers == 0:
+                    return False
+            from .usage import free_vars
+            if name not in free_vars(s.exp):
+                continue
+            seen += 1
+            if isinstance(s.exp, ir.Size) and s.exp.arr.name == name:
+                continue
+            if delay_consumer_ok(s.exp, name):
+                consumers += 1
+                continue
+            return False
+        if seen != total or consumers != 1:
+            return False
+    return True
+
+
+def _h_iota(lw: Lowerer, e: ir.Iota, env, stm):
+    n = _clamp0(lw, lw.scalar(e.n, env))
+    if can_delay(lw, [stm.pat[0].name]):
+        return [Delayed(DelayedGroup(n, lambda i: [i]), 0, I64)]
+    out = lw.alloc("iota", I64, (n,))
+    _fill(lw, out, lambda i: i)
+    return [out]
+
+
+def _h_replicate(lw: Lowerer, e: ir.Replicate, env, stm):
+    n = _clamp0(lw, lw.scalar(e.n, env))
+    v = lw.atom(e.value, env)
+    if not isinstance(v, (Arr, Delayed)):
+        out = lw.alloc("rep", K.type_of(v), (n,))
+        _fill(lw, out, lambda i: v)
+        return [out]
+    if isinstance(v, Delayed):
+        v = lw.materialise(v)
+    out = lw.alloc("rep", v.elem, (n,) + tuple(v.shape))
+    rs = lw.row_size(out)
+
+    def body(i):
+        lw.emit(K.CopyMem(K.PtrAdd(out.data, S.b("mul", i, rs)), v.data, rs))
+    lw.par_for("i", n, body)
+    return [out]
+
+
+def _h_copy(lw: Lowerer, e: ir.Copy, env, stm):
+    return [lw.copy_arr(lw.array(e.arr, env))]
+
+
+def _h_concat(lw: Lowerer, e: ir.Concat, env, stm):
+    arrs = []
+    for a in e.arrs:
+        v = lw.array(a, env)
+        arrs.append(lw.materialise(v) if isinstance(v, Delayed) else v)
+    rank = arrs[0].rank
+    total: K.Expr = ZERO
+    for a in arrs:
+        total = S.b("add", total, a.shape[0])
+    total = lw.let("n", total)
+    # inner shape: the first non-empty array's (or the first array's)
+    inner = []
+    for d in range(1, rank):
+        pick = arrs[-1].shape[d]
+        for a in reversed(arrs):
+            pick = K.Sel(S.b("gt", a.shape[0], ZERO), a.shape[d], pick)
+        inner.append(lw.let("in", K.Sel(S.b("eq", total, ZERO), arrs[0].shape[d], pick)))
+    for name, a in zip(e.arrs, arrs):
+        for d in range(1, rank):
+            ok = S.lor(S.b("eq", a.shape[0], ZERO), S.b("eq", a.shape[d], inner[d - 1]))
+            lw.check(ok, "ShapeError", f"concat: {name.name} has rows of another shape",
+                     stm.loc)
+    out = lw.alloc("cat", arrs[0].elem, (total, *inner))
+    rs = lw.row_size(out)
+    off: K.Expr = ZERO
+    for a in arrs:
+        cnt = lw.let("c", S.b("mul", a.shape[0], rs))
+        lw.emit(K.CopyMem(K.PtrAdd(out.data, off), a.data, cnt))
+        off = lw.let("o", S.b("add", off, cnt))
+    return [out]
+
+
+def _h_rotate(lw: Lowerer, e: ir.Rotate, env, stm):
+    a = lw.array(e.arr, env)
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    n = a.shape[0]
+    out = lw.alloc("rot", a.elem, tuple(a.shape))
+    rs = lw.row_size(a)
+    r = _i64(lw, lw.scalar(e.r, env))
+    nz = K.Sel(S.b("eq", n, ZERO), ONE, n)
+    rr = lw.let("r", K.Sel(S.b("eq", n, ZERO), ZERO, S.int_mod(r, nz)))
+    tail = lw.let("t", S.b("mul", S.b("sub", n, rr), rs))
+    head = lw.let("h", S.b("mul", rr, rs))
+    lw.emit(K.CopyMem(out.data, K.PtrAdd(a.data, head), tail))
+    lw.emit(K.CopyMem(K.PtrAdd(out.data, tail), a.data, head))
+    return [out]
+
+
+def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
+    a = lw.array(e.arr, env)
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    n0, n1 = a.shape[0], a.shape[1]
+    rest = a.shape[2:]
+    out = lw.alloc("tr", a.elem, (n1, n0) + tuple(rest))
+    inner = lw.let("rs", _product(rest))
+
+    def outer(i):      # row i of the result = column i of a
+        def col(j):
+            src = S.b("mul", S.b("add", S.b("mul", j, n1), i), inner)
+            dst = S.b("mul", S.b("add", S.b("mul", i, n0), j), inner)
+            if rest:
+                lw.emit(K.CopyMem(K.PtrAdd(out.data, dst), K.PtrAdd(a.data, src), inner))
+            else:
+                lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
+        lw.for_range("j", ZERO, n0, col)
+    lw.par_for("i", n1, outer)
+    return [out]
+
+
+def _h_reshape(lw: Lowerer, e: ir.Reshape, env, stm):
+    a = lw.array(e.arr, env)
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    shape = tuple(_i64(lw, lw.scalar(x, env)) for x in e.shape)
+    ok = S.b("eq", _product(shape), _product(a.shape))
+    for d in shape:
+        ok = S.land(ok, S.b("ge", d, ZERO))
+    lw.check(ok, "ShapeError", "cannot reshape an array into a shape of another size",
+             stm.loc)
+    return [Arr(a.base, a.data, shape, a.elem, a.aliases)]
+
+
+HANDLERS = {
+    ir.Index: _h_index, ir.Size: _h_size, ir.Slice: _h_slice, ir.Update: _h_update,
+    ir.ArrayLit: _h_arraylit, ir.Iota: _h_iota, ir.Replicate: _h_replicate,
+    ir.Copy: _h_copy, ir.Concat: _h_concat, ir.Rotate: _h_rotate,
+    ir.Transpose: _h_transpose, ir.Reshape: _h_reshape,
+}

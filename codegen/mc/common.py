@@ -1,0 +1,56 @@
+"""Pieces the multicore SOAC algorithms share: width checks, element
+reading, applying an operator lambda, chunk bounds."""
+from __future__ import annotations
+
+from pyshark.core.types import I64, ScalarType
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Arr, Delayed, Lowerer
+
+ZERO = S.const(0, I64)
+ONE = S.const(1, I64)
+
+
+def check_width(lw: Lowerer, n: K.Expr, names, vals, loc, what: str) -> None:
+    for name, v in zip(names, vals):
+        w = v.shape[0]
+        if w is n or (isinstance(w, K.KConst) and isinstance(n, K.KConst)
+                      and w.value == n.value):
+            continue
+        lw.check(S.b("eq", w, n), "ShapeError",
+                 f"{what}: {name.name} has length {{}} but the width is {{}}", loc, (w, n))
+
+
+def elements(lw: Lowerer, arrs: list, i: K.Expr) -> list:
+    cache: dict = {}
+    return [lw.element(a, i, cache) for a in arrs]
+
+
+def apply_op(lw: Lowerer, lam, env, args: list, reassoc: bool = False) -> list:
+    """Applies an operator lambda to scalar arguments; its scalar results."""
+    saved = getattr(lw, "reassoc", False)
+    lw.reassoc = reassoc
+    try:
+        res = lw.apply(lam.params, lam.body, env, args, new_frame=True)
+    finally:
+        lw.reassoc = saved
+    return [r for r, _ in res]
+
+
+def chunk_bounds(lw: Lowerer, c: K.Expr, n: K.Expr, nch: K.Expr):
+    """[lo, hi) of chunk c of nch contiguous chunks of 0..n-1."""
+    lo = lw.let("lo", S.b("div", S.b("mul", c, n), nch))
+    hi = lw.let("hi", S.b("div", S.b("mul", S.b("add", c, ONE), n), nch))
+    return lo, hi
+
+
+def all_scalar(types) -> bool:
+    return all(isinstance(t, ScalarType) for t in types)
+
+
+def n_chunks(lw: Lowerer, n: K.Expr, min_per_chunk: int) -> K.Expr:
+    """How many chunks a parallel reduction/scan of n elements uses: one per
+    thread when n is large enough to pay for a fork, else 1."""
+    return lw.let("nch", K.Sel(S.b("ge", n, S.const(min_per_chunk, I64)), K.NumThreads(),
+                               ONE))

@@ -1,0 +1,66 @@
+"""segred: reduce with an associative operator (Futhark's multicore
+SegRed: per-thread chunk partials, then a sequential combine).
+
+Each of T threads folds a contiguous chunk of the input from the neutral
+element, in order; the T partials are then folded in order. This is exact
+reassociation of the sequential fold, which LANGUAGE.md allows for reduce;
+the operator's float + and * carry `reassoc` so LLVM vectorizes the chunk
+loops. Inputs below a size threshold, and reductions inside a parallel
+loop, are one sequential fold. Array-valued accumulators fold sequentially.
+"""
+from __future__ import annotations
+
+from pyshark.core import ir
+from pyshark.core.types import I64
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Arr, Lowerer, PAR_MIN_CHEAP
+from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
+from .fold import fold_arrays
+
+
+def fold_range(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc=True) -> None:
+    """accs = fold of lam over elements lo..hi-1 (accs are variables)."""
+    def body(i):
+        new = apply_op(lw, lam, env, accs + elements(lw, arrs, i), reassoc)
+        for a, v in zip(accs, new):
+            lw.emit(K.Set(a, v))
+    lw.for_range("i", lo, hi, body)
+
+
+def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
+    n = lw.scalar(e.width, env)
+    arrs = [lw.array(a, env) for a in e.arrs]
+    check_width(lw, n, e.arrs, arrs, stm.loc, "reduce")
+    lam = e.lam
+    neutral = [lw.atom(a, env) for a in e.neutral]
+    if not all_scalar(lam.ret):
+        return fold_arrays(lw, lam, env, arrs, neutral, n, stm, scan_outs=None)
+    accs = [lw.var("acc", t) for t in lam.ret]
+    if lw.in_par or not lw.options.parallel:
+        for a, v in zip(accs, neutral):
+            lw.emit(K.Set(a, v))
+        fold_range(lw, lam, env, arrs, accs, ZERO, n)
+        return accs
+    nch = n_chunks(lw, n, PAR_MIN_CHEAP)
+    partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
+
+    def chunk(c):
+        lo, hi = chunk_bounds(lw, c, n, nch)
+        local = [lw.var("acc", t) for t in lam.ret]
+        for a, v in zip(local, neutral):
+            lw.emit(K.Set(a, v))
+        fold_range(lw, lam, env, arrs, local, lo, hi)
+        for p, a in zip(partials, local):
+            lw.emit(K.Store(p.data, c, a))
+    lw.par_for("c", nch, chunk)
+    for a, v in zip(accs, neutral):
+        lw.emit(K.Set(a, v))
+
+    def combine(c):
+        new = apply_op(lw, lam, env, accs + [lw.let("p", K.Load(p.data, c)) for p in partials])
+        for a, v in zip(accs, new):
+            lw.emit(K.Set(a, v))
+    lw.for_range("c", ZERO, nch, combine)
+    return accs
