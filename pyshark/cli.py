@@ -85,7 +85,33 @@ def cmd_show(args) -> int:
     except CompileError as exc:
         print(exc, file=sys.stderr)
         return 1
-    print(pretty_program(program))
+    if args.ir == "core":
+        print(pretty_program(program))
+        return 0
+    from pyshark.core.check import check_program
+    check_program(program)
+    if args.ir == "fused":
+        try:
+            from pyshark.codegen.pipeline import optimise
+        except ImportError:
+            print("pyshark show: the middle end (codegen/pipeline.py) is not built yet",
+                  file=sys.stderr)
+            return 2
+        print(pretty_program(optimise(program)))
+        return 0
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.wrapper.backend import Options
+    kernels = build_kernels(program, Options(unsafe=args.unsafe, fastmath=args.fastmath))
+    if args.ir == "kernels":
+        from pyshark.codegen.kir import pretty_module
+        print(pretty_module(kernels))
+        return 0
+    from pyshark.codegen.cpu.emit_llvm import emit_module
+    text = emit_module(kernels, fastmath=args.fastmath)
+    if args.ir == "llvm":
+        from pyshark.codegen.cpu.link import optimised_ir
+        text = optimised_ir(text)
+    print(text)
     return 0
 
 
@@ -130,7 +156,12 @@ def make_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="print the intermediate representation of a module")
     s.add_argument("module")
-    s.add_argument("--ir", choices=["core"], default="core", help="which IR (default: core)")
+    s.add_argument("--ir", choices=["core", "fused", "kernels", "llvm", "llvm-raw"],
+                   default="core", help="which stage: core (translated), fused (after the "
+                   "middle end), kernels (kernel IR), llvm (optimised LLVM IR), llvm-raw "
+                   "(LLVM IR as emitted); default: core")
+    s.add_argument("--unsafe", action="store_true", help="as compiled with unsafe=True")
+    s.add_argument("--fastmath", action="store_true", help="as compiled with fastmath=True")
     s.set_defaults(func=cmd_show)
 
     b = sub.add_parser("build", help="compile a module into a loadable directory "

@@ -19,6 +19,11 @@ _SESSION_CACHE = []
 
 
 def pytest_configure(config):
+    # The "kir" development backend (the shared lowering run in the kernel-IR
+    # interpreter, with memory checks) takes part in every conformance and
+    # differential test, beside the user-facing backends.
+    from pyshark.wrapper import registry
+    registry.register_backend("kir", "pyshark.codegen.kir_backend:KirBackend")
     if not os.environ.get("PYSHARK_KEEP_CACHE"):
         _SESSION_CACHE.append(tempfile.mkdtemp(prefix="pyshark-test-cache-"))
         os.environ["PYSHARK_CACHE_DIR"] = _SESSION_CACHE[-1]
