@@ -5,7 +5,11 @@ It tests the lowering (core IR -> kernel IR, shared by both native
 backends) against Python mode without any native code generator, and it
 checks what native code cannot check cheaply: no out-of-buffer access, no
 use after free, no leak (a call that leaks raises), no dependence on the
-order of parallel iterations. It is registered by the tests, not for users.
+order of parallel iterations. It lowers with par_min=4, so the parallel
+algorithms (chunked reduce, three-phase scan and filter, private
+histograms) run at all but the tiniest sizes (a 3-element sum stays in order, as on
+every backend, where the conformance corpus expects it). It is registered by the tests, not
+for users.
 """
 from __future__ import annotations
 
@@ -83,7 +87,7 @@ class KirBackend(Backend):
     def compile(self, path: Path, source_text: str, directory: Path):
         from .cpu.backend import build_kernels
         program = translate_and_check(path)
-        kernels = build_kernels(program, self.options)
+        kernels = build_kernels(program, self.options, par_min=4)
         (Path(directory) / KERNELS_FILE).write_bytes(pickle.dumps((kernels, program)))
         return program, {"kernels": KERNELS_FILE}
 

@@ -97,11 +97,11 @@ class Scope:
 class Options:
     unsafe: bool = False                # drop bounds checks
     parallel: bool = True               # emit ParFor at host level
-
-
-# Iterations below which a ParFor whose body has no loops runs inline (a
-# fork-join costs ~10 us on these machines: TOOLCHAIN.md).
-PAR_MIN_CHEAP = 1 << 15
+    # Iterations below which a ParFor whose body has no loops runs inline, and
+    # elements below which a reduction/scan/filter/histogram stays sequential
+    # (a fork-join costs ~10 us on these machines: TOOLCHAIN.md). The tests'
+    # "kir" backend sets 1 to exercise the parallel algorithms at every size.
+    par_min: int = 1 << 15
 
 
 class Lowerer:
@@ -177,7 +177,7 @@ class Lowerer:
         finally:
             self.in_par = False
         heavy = _has_loop(blk[0])
-        cond = None if heavy else S.b("ge", n, S.const(PAR_MIN_CHEAP, I64))
+        cond = None if heavy else S.b("ge", n, S.const(self.options.par_min, I64))
         self.emit(K.ParFor(i, n, blk[0], cond))
 
     # -- memory -----------------------------------------------------------------

@@ -66,7 +66,7 @@ _free.argtypes = [ctypes.c_void_p]
 _free.restype = None
 
 
-def build_kernels(program: ir.Program, options) -> K.Module:
+def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
     """The kernel IR of every entry of a checked program."""
     from ..lower import Options as LowerOptions, lower_program
     try:
@@ -75,7 +75,7 @@ def build_kernels(program: ir.Program, options) -> K.Module:
         optimise = None
     if optimise is not None:
         program = optimise(program)
-    module = lower_program(program, LowerOptions(unsafe=options.unsafe))
+    module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
     K.check_module(module)
     return module
 

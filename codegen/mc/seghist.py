@@ -1,24 +1,32 @@
 """seghist: reduce_by_index (a generalised histogram).
 
 result = copy of dest; for each j with idxs[j] in range, result[idxs[j]] =
-op(result[idxs[j]], vals[j]). Sequential for now (the per-thread
-sub-histogram and atomic strategies come with the parallel-histogram work);
-rows (2-D histograms) apply the operator to row views and copy the result.
+op(result[idxs[j]], vals[j]) -- op associative and commutative.
+
+Parallel at host level with per-thread sub-histograms (Futhark's multicore
+SegHist, "privatized" histograms): each of T threads folds its chunk of
+the input into a private histogram initialised to the neutral element, then
+a parallel loop over the bins folds the T private values into the result.
+Chosen when the T private histograms are small (at most HIST_PRIVATE_MAX
+elements in all); larger destinations, rows (2-D histograms) and
+histograms inside a parallel loop are one sequential pass. (Atomic updates
+for large destinations come with atomics in the kernel IR.)
 """
 from __future__ import annotations
 
 from pyshark.core import ir
-from pyshark.core.types import ScalarType
+from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
 from ..lower import Arr, Lowerer
-from .common import ZERO, apply_op, elements
+from .common import ZERO, apply_op, chunk_bounds, elements, n_chunks
 from .scatter import dest_setup, in_range, store_at
 
+HIST_PRIVATE_MAX = 1 << 22
 
-def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
-    n, idxs, vals, dests, m = dest_setup(lw, e, env, stm, "reduce_by_index")
+
+def _sequential(lw: Lowerer, e, env, stm, n, idxs, vals, dests, m, lo=ZERO, hi=None):
     lam = e.lam
 
     def body(i):
@@ -44,5 +52,66 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
                     if owned:
                         lw.emit(K.Free(v.base))
         lw.emit(K.If(ok, blk[0]))
-    lw.for_range("i", ZERO, n, body)
+    lw.for_range("i", lo, n if hi is None else hi, body)
+
+
+def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
+    n, idxs, vals, dests, m = dest_setup(lw, e, env, stm, "reduce_by_index")
+    lam = e.lam
+    scalar_bins = all(isinstance(t, ScalarType) for t in lam.ret)
+    if lw.in_par or not lw.options.parallel or not scalar_bins:
+        _sequential(lw, e, env, stm, n, idxs, vals, dests, m)
+        return dests
+    neutral = [lw.atom(a, env) for a in e.neutral]
+    nch0 = n_chunks(lw, n, lw.options.par_min)
+    small = S.b("le", S.b("mul", nch0, m), S.const(HIST_PRIVATE_MAX, I64))
+    nch = lw.let("nch", K.Sel(small, nch0, S.const(1, I64)))
+    with lw.block() as seq:
+        _sequential(lw, e, env, stm, n, idxs, vals, dests, m)
+    with lw.block() as par:
+        lw.scopes.append(type(lw.scopes[-1])(frame=lw.frame))
+        subs = [lw.alloc("sub", d.elem, (lw.let("sz", S.b("mul", nch, m)),)) for d in dests]
+
+        def private(c):
+            base = lw.let("b", S.b("mul", c, m))
+
+            def init(i):
+                for s, ne in zip(subs, neutral):
+                    lw.emit(K.Store(s.data, S.b("add", base, i), ne))
+            lw.for_range("i", ZERO, m, init)
+            lo, hi = chunk_bounds(lw, c, n, nch)
+
+            def body(i):
+                xs = elements(lw, [idxs, *vals], i)
+                j, ok = in_range(lw, xs[0], m)
+                with lw.block() as blk:
+                    at = lw.let("at", S.b("add", base, j))
+                    olds = [lw.let("o", K.Load(s.data, at)) for s in subs]
+                    new = apply_op(lw, lam, env, olds + xs[1:], True)
+                    for s, v in zip(subs, new):
+                        lw.emit(K.Store(s.data, at, v))
+                lw.emit(K.If(ok, blk[0]))
+            lw.for_range("i", lo, hi, body)
+        lw.par_for("c", nch, private)
+
+        def combine(i):
+            accs = [lw.var("acc", d.elem) for d in dests]
+            for a, d in zip(accs, dests):
+                lw.emit(K.Set(a, K.Load(d.data, i)))
+
+            def fold(c):
+                at = lw.let("at", S.b("add", S.b("mul", c, m), i))
+                new = apply_op(lw, lam, env, accs + [lw.let("s", K.Load(s.data, at))
+                                                     for s in subs], True)
+                for a, v in zip(accs, new):
+                    lw.emit(K.Set(a, v))
+            lw.for_range("c", ZERO, nch, fold)
+            for d, a in zip(dests, accs):
+                lw.emit(K.Store(d.data, i, a))
+        lw.par_for("i", m, combine)
+        for s in subs:
+            lw.emit(K.Free(s.base))
+        lw.scopes[-1].owned = []
+        lw.scopes.pop()
+    lw.emit(K.If(S.b("gt", nch, S.const(1, I64)), par[0], seq[0]))
     return dests

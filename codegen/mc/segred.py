@@ -15,7 +15,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer, PAR_MIN_CHEAP
+from ..lower import Arr, Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
 
@@ -43,7 +43,7 @@ def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
             lw.emit(K.Set(a, v))
         fold_range(lw, lam, env, arrs, accs, ZERO, n)
         return accs
-    nch = n_chunks(lw, n, PAR_MIN_CHEAP)
+    nch = n_chunks(lw, n, lw.options.par_min)
     partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
 
     def chunk(c):

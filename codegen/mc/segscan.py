@@ -14,7 +14,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Lowerer, PAR_MIN_CHEAP
+from ..lower import Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
 from .segred import fold_range
@@ -44,7 +44,7 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
             lw.emit(K.Set(a, v))
         _scan_range(lw, lam, env, arrs, accs, outs, ZERO, n)
         return outs
-    nch = n_chunks(lw, n, PAR_MIN_CHEAP)
+    nch = n_chunks(lw, n, lw.options.par_min)
     partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
 
     def phase1(c):
