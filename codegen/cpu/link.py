@@ -50,22 +50,23 @@ def _init():
         _STATE["init"] = True
 
 
-def target_machine(jit: bool = False) -> "llvm.TargetMachine":
-    """The host CPU's target machine (cached): PIC for shared libraries,
-    the JIT's code model for MCJIT."""
+def _new_target_machine(jit: bool):
+    _init()
+    target = llvm.Target.from_default_triple()
+    kw = dict(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+              opt=3)
+    if jit:
+        return target.create_target_machine(jit=True, **kw)
+    return target.create_target_machine(reloc="pic", codemodel="default", **kw)
+
+
+def target_machine() -> "llvm.TargetMachine":
+    """The host CPU's target machine for shared libraries (PIC), cached.
+    (An MCJIT engine owns and frees its target machine: each gets a fresh one.)"""
     with _LOCK:
-        _init()
-        key = "tm_jit" if jit else "tm"
-        tm = _STATE.get(key)
+        tm = _STATE.get("tm")
         if tm is None:
-            target = llvm.Target.from_default_triple()
-            kw = dict(cpu=llvm.get_host_cpu_name(),
-                      features=llvm.get_host_cpu_features().flatten(), opt=3)
-            if jit:
-                tm = target.create_target_machine(jit=True, **kw)
-            else:
-                tm = target.create_target_machine(reloc="pic", codemodel="default", **kw)
-            _STATE[key] = tm
+            tm = _STATE["tm"] = _new_target_machine(jit=False)
         return tm
 
 
@@ -200,7 +201,7 @@ def _jit(text: str, optimise: bool, path: Optional[Path] = None) -> Library:
     with _LOCK:
         _init()
         _jit_runtime()
-        tm = target_machine(jit=True)
+        tm = _new_target_machine(jit=True)
         if optimise:
             mod = _parse_and_optimise(text, tm)
         else:
