@@ -147,13 +147,18 @@ def _is_const(v: ir.Value) -> bool:
 class _Decls:
     """Functions the emitted code calls, declared once per module."""
 
-    def __init__(self, module: ir.Module):
+    def __init__(self, module: ir.Module, entry_names: set):
         self.module = module
+        self.entry_names = entry_names
         self.cache: dict[str, ir.Function] = {}
 
     def get(self, name: str, ret: ir.Type, args: list, pure: bool = False) -> ir.Function:
         fn = self.cache.get(name)
         if fn is None:
+            if name in self.entry_names:
+                raise ValueError(
+                    f"entry {name!r} has the name of a C library/OpenMP function that the "
+                    f"module calls; give entries a prefix (e.g. 'pyshark_{name}')")
             fn = self.module.globals.get(name)
             if fn is None:
                 fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
@@ -606,7 +611,7 @@ class _ModEmitter:
             self.module.triple = triple
         if data_layout:
             self.module.data_layout = data_layout
-        self.decls = _Decls(self.module)
+        self.decls = _Decls(self.module, {f.name for f in m.functions})
         self.alloc_msg = -1
         self.parfor_count: dict[str, int] = {}
 

@@ -225,3 +225,11 @@ def test_num_threads(lib):
     lib.call("nthreads", o, nthreads=0)
     want = int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or len(os.sched_getaffinity(0))
     assert o[0] == want
+
+
+def test_entry_named_like_a_libm_function_is_refused():
+    from pyshark.codegen.cpu import emit_module
+    x = v("x", P(F64))
+    f = K.Function("exp", (x,), K.Block((K.Store(x, I0, K.Un("exp", K.Load(x, I0))),)))
+    with pytest.raises(ValueError, match="prefix"):
+        emit_module(K.Module([f]))
