@@ -311,3 +311,36 @@ def test_compile_and_link_time(tmp_path):
     print(f"emit + optimise + object + link: {dt * 1000:.0f} ms")
     assert dt < 1.0
     assert load_library(tmp_path / "timed.so").kind == "so"
+
+
+def test_jit_without_libgomp_runs_parfors_sequentially(tmp_path):
+    """With no libgomp to load, the JIT path binds GOMP_parallel and the omp_*
+    queries to a sequential stand-in (one thread). Run in a fresh process."""
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+    code = textwrap.dedent("""
+        import sys
+        sys.path.insert(0, sys.argv[1])
+        import ctypes.util
+        import llvmlite.binding as llvm
+        def refuse(name):
+            raise RuntimeError("no " + name)
+        llvm.load_library_permanently = refuse
+        ctypes.util.find_library = lambda name: None
+        from test_cpu_parfor import f_touch, K, np, build, f_sum, F64
+        b = build(K.Module([f_touch(), f_sum("s", F64, True)]), sys.argv[2], cc=None)
+        out, idx = np.zeros(1001, np.int32), np.zeros(1001, np.int64)
+        assert b.call("touch", out, idx, 1001, nthreads=4)[0] == 0
+        assert (out == 1).all() and (idx == np.arange(1001)).all()
+        o = np.zeros(1)
+        b.call("s", np.arange(100.0), 100, o)
+        assert o[0] == 4950.0, o
+        if sys.platform.startswith("linux"):
+            assert "libgomp" not in open("/proc/self/maps").read()
+        print("ok")
+    """)
+    r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr

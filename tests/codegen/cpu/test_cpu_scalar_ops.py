@@ -276,3 +276,12 @@ def test_sel_and_constants(tmp_path):
     o8 = np.zeros(3, np.int8)
     b.call("consts8", x8, o8, 3)
     assert o8.tolist() == [-128, -127, 127]
+
+
+def test_every_primitive_builds_with_fastmath():
+    """fast flags on every float operation still make valid, optimisable IR."""
+    from pyshark.codegen.cpu import emit_module, optimised_ir
+    text = emit_module(_module(), fastmath=True)
+    assert "fcmp fast" in text and "call fast" in text
+    assert "fcmp uno" in text          # isnan keeps its meaning
+    optimised_ir(text)
