@@ -47,11 +47,15 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   The noalias contract: inside one ParFor, memory written through one
   captured pointer variable is not accessed through another captured pointer
   variable (or through a pointer loaded from memory).
+- For(i, lo, hi): lo and hi are evaluated once, before the first iteration
+  (a range, as kir.py reads); While re-evaluates its condition every time.
 - NumThreads: ctx->nthreads when > 0, else omp_get_max_threads().
+- Entry names must differ from the C/OpenMP functions the module calls
+  (exp, free, aligned_alloc, GOMP_parallel, ...): emit_module raises
+  ValueError; the backend should prefix entry names.
 """
 from __future__ import annotations
 
-import struct
 from typing import Optional
 
 from llvmlite import ir
