@@ -1,0 +1,750 @@
+"""Kernel IR -> LLVM IR text (llvmlite.ir), spelling codegen/kir.py and its C ABI.
+
+`emit_module(m)` spells every `kir.Function` as an exported function
+
+    i32 NAME(ptr %ctx, P0, P1, ...)      ; bool params as i8, pointers as ptr
+
+whose return value equals ctx->code (0: success). The ctx struct is
+`{ i32 code, i32 msg, [4 x i64] args, i32 nthreads, i32 pad }` (48 bytes;
+offsets 0, 4, 8, 40, 44). The entry stores 0 into ctx->code when it starts.
+
+Spellings (one per kernel IR node; nothing here chooses an algorithm):
+- Variables are allocas in their function's entry block (mem2reg makes SSA of
+  them). Bool is i1 in registers, i8 (0/1) in memory and in entry params; a
+  bool load is `byte != 0`.
+- Bin/Un/Cast/Sel: the machine operation kir.py names. Integer div/rem and
+  shifts are also made UB-free cheaply (a zero or -1 divisor and an
+  out-of-range shift amount never reach the machine instruction; the lowering
+  guarantees they do not happen, so this only removes LLVM UB/poison).
+  Floats are IEEE with no contraction; `Bin.reassoc` puts the `reassoc`
+  fast-math flag on that instruction (enough for the loop vectorizer to turn
+  a float sum into vector partial sums); `fastmath=True` puts `fast` on every
+  float operation and math call (not on `isnan`, which stays a real test).
+  sqrt fabs floor ceil trunc are LLVM intrinsics, rint is llvm.roundeven;
+  the other math functions are libm calls declared `memory(none) nounwind`
+  (errno is never read). Float -> int casts follow x86/gcc exactly, without
+  poison: see `_cast_float_to_int`.
+- Load/Store/PtrAdd: `getelementptr inbounds` in elements (C pointer rules:
+  a pointer stays within its object, one-past-the-end allowed).
+- Alloc: aligned_alloc(64, round_up(max(count, 1) * size, 64)); a size that
+  overflows or a NULL result is `Fail("MemoryError", ALLOC_FAIL_MESSAGE,
+  (count, elem_size))`. emit_module appends ALLOC_FAIL_MESSAGE to
+  `m.messages` (via `Module.message`) when the module has an Alloc.
+- Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes.
+- Fail in host code: store code, msg and args (unused args = 0) into ctx,
+  return the code. Inside a ParFor: cmpxchg ctx->code from 0 to the code;
+  only the winner stores msg/args; the chunk returns; after the loop the
+  host returns ctx->code when it is not 0.
+- ParFor(i, n, body): the body becomes an internal function
+  `NAME.parforK(ctx, captures..., lo, hi)` running `for i in lo..hi-1`, with
+  `noalias` on its pointer captures (free_vars_of_block(body) minus i, sorted
+  by name, passed by value). When n > 1, parallel_if holds and
+  min(NumThreads, n) > 1, the host packs {ctx, n, captures...} into a stack
+  struct and calls GOMP_parallel(NAME.parforK.omp, &struct, min(NumThreads, n),
+  0); the outlined function takes the static contiguous chunk of thread t of
+  T (the first n % T threads get one more iteration) and calls the body
+  function. Otherwise the host calls the body function on [0, n) inline.
+  The noalias contract: inside one ParFor, memory written through one
+  captured pointer variable is not accessed through another captured pointer
+  variable (or through a pointer loaded from memory).
+- For(i, lo, hi): lo and hi are evaluated once, before the first iteration
+  (a range, as kir.py reads); While re-evaluates its condition every time.
+- NumThreads: ctx->nthreads when > 0, else omp_get_max_threads().
+- Entry names must differ from the C/OpenMP functions the module calls
+  (exp, free, aligned_alloc, GOMP_parallel, ...): emit_module raises
+  ValueError; the backend should prefix entry names.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from llvmlite import ir
+
+from pyshark.core.types import BOOL, ScalarType
+
+from .. import kir as K
+
+ALLOC_FAIL_MESSAGE = "cannot allocate {} elements of {} bytes"
+
+# The ctx struct (see kir.py): field numbers and the LLVM type.
+CTX_CODE, CTX_MSG, CTX_ARGS, CTX_NTHREADS, CTX_PAD = range(5)
+
+_I1 = ir.IntType(1)
+_I8 = ir.IntType(8)
+_I32 = ir.IntType(32)
+_I64 = ir.IntType(64)
+_F32 = ir.FloatType()
+_F64 = ir.DoubleType()
+_PTR = ir.PointerType()
+_VOID = ir.VoidType()
+CTX_TYPE = ir.LiteralStructType([_I32, _I32, ir.ArrayType(_I64, 4), _I32, _I32])
+
+_ALIGN = 64
+_MIN_ALLOC_ELEMS = 1
+
+_FLOAT_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_LIBM_UN = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin",
+                      "acos", "atan", "sinh", "cosh", "tanh"})
+_INTRINSIC_UN = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
+                 "ceil": "llvm.ceil", "trunc": "llvm.trunc", "rint": "llvm.roundeven"}
+
+
+# ---------------------------------------------------------------------------
+# Types
+
+
+def reg_type(t: K.KType) -> ir.Type:
+    """The LLVM type of a value of kernel type t in a register."""
+    if isinstance(t, K.Ptr):
+        return _PTR
+    if t is BOOL:
+        return _I1
+    if t.is_float:
+        return _F32 if t.bits == 32 else _F64
+    return ir.IntType(t.bits)
+
+
+def mem_type(t: K.KType) -> ir.Type:
+    """The LLVM type of an element of kernel type t in memory (bool: i8)."""
+    return _I8 if t is BOOL else reg_type(t)
+
+
+def param_type(t: K.KType) -> ir.Type:
+    """The LLVM type of an entry parameter (the C ABI: bool as uint8_t)."""
+    return mem_type(t)
+
+
+def elem_size(t: K.KType) -> int:
+    if isinstance(t, K.Ptr):
+        return 8
+    return 1 if t is BOOL else t.bits // 8
+
+
+def _const(t: ScalarType, value) -> ir.Constant:
+    lt = reg_type(t)
+    if t is BOOL:
+        return ir.Constant(_I1, 1 if value else 0)
+    if t.is_float:
+        return ir.Constant(lt, float(value))
+    v = int(value) & ((1 << t.bits) - 1)
+    if v >= 1 << (t.bits - 1):
+        v -= 1 << t.bits
+    return ir.Constant(lt, v)
+
+
+def _alloca(builder: ir.IRBuilder, t: ir.Type, name: str = "") -> ir.Value:
+    """An alloca typed as an opaque `ptr` (llvmlite types it `T*` by default,
+    which then clashes with opaque-pointer loads and stores)."""
+    a = builder.alloca(t, name=name)
+    a.type = _PTR
+    return a
+
+
+def _is_const(v: ir.Value) -> bool:
+    return isinstance(v, ir.Constant)
+
+
+# ---------------------------------------------------------------------------
+# Module-level declarations
+
+
+class _Decls:
+    """Functions the emitted code calls, declared once per module."""
+
+    def __init__(self, module: ir.Module, entry_names: set):
+        self.module = module
+        self.entry_names = entry_names
+        self.cache: dict[str, ir.Function] = {}
+
+    def get(self, name: str, ret: ir.Type, args: list, pure: bool = False) -> ir.Function:
+        fn = self.cache.get(name)
+        if fn is None:
+            if name in self.entry_names:
+                raise ValueError(
+                    f"entry {name!r} has the name of a C library/OpenMP function that the "
+                    f"module calls; give entries a prefix (e.g. 'pyshark_{name}')")
+            fn = self.module.globals.get(name)
+            if fn is None:
+                fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
+                if pure:
+                    fn.attributes.add("readnone")  # parsed as memory(none)
+                    fn.attributes.add("nounwind")
+            self.cache[name] = fn
+        return fn
+
+    def intrinsic(self, base: str, t: ir.Type) -> ir.Function:
+        suffix = "f32" if t == _F32 else "f64"
+        return self.get(f"{base}.{suffix}", t, [t])
+
+    def libm(self, name: str, t: ir.Type, nargs: int) -> ir.Function:
+        cname = name + ("f" if t == _F32 else "")
+        return self.get(cname, t, [t] * nargs, pure=True)
+
+
+# ---------------------------------------------------------------------------
+# Function emitter
+
+
+class _FnEmitter:
+    """Emits one LLVM function: an entry (host code) or a ParFor body."""
+
+    def __init__(self, mod: "_ModEmitter", fn: ir.Function, ctx: ir.Value,
+                 in_par: bool, prefix: str):
+        self.mod = mod
+        self.fn = fn
+        self.ctx = ctx
+        self.in_par = in_par
+        self.prefix = prefix            # name stem for outlined ParFor functions
+        self.vars: dict[str, tuple[ir.Value, K.KType]] = {}   # name -> (alloca, type)
+        self.values: dict[str, ir.Value] = {}   # read-only SSA values (ParFor captures)
+        entry = fn.append_basic_block("entry")
+        self.alloca_builder = ir.IRBuilder(entry)
+        body = fn.append_basic_block("body")
+        self.alloca_builder.branch(body)
+        self.alloca_builder.position_at_start(entry)
+        self.b = ir.IRBuilder(body)
+
+    # -- helpers ----------------------------------------------------------
+
+    @property
+    def decls(self) -> _Decls:
+        return self.mod.decls
+
+    def flags(self, reassoc: bool = False) -> list:
+        if self.mod.fastmath:
+            return ["fast"]
+        return ["reassoc"] if reassoc else []
+
+    def new_block(self, name: str) -> ir.Block:
+        return self.fn.append_basic_block(name)
+
+    def goto(self, target: ir.Block):
+        if not self.b.block.is_terminated:
+            self.b.branch(target)
+
+    def var_slot(self, var: K.KVar) -> ir.Value:
+        slot = self.vars.get(var.name)
+        if slot is None:
+            a = _alloca(self.alloca_builder, reg_type(var.type), name=var.name)
+            self.vars[var.name] = (a, var.type)
+            return a
+        return slot[0]
+
+    def ctx_field(self, *idx: int) -> ir.Value:
+        return self.b.gep(self.ctx, [_I32(0)] + [_I32(i) for i in idx], inbounds=True,
+                          source_etype=CTX_TYPE)
+
+    def finish(self, default_ret: Optional[ir.Value]):
+        if not self.b.block.is_terminated:
+            if default_ret is None:
+                self.b.ret_void()
+            else:
+                self.b.ret(default_ret)
+
+    # -- expressions ------------------------------------------------------
+
+    def expr(self, e: K.Expr) -> ir.Value:
+        b = self.b
+        if isinstance(e, K.KVar):
+            v = self.values.get(e.name)
+            if v is not None:
+                return v
+            return b.load(self.var_slot(e), name=e.name, typ=reg_type(e.type))
+        if isinstance(e, K.KConst):
+            return _const(e.type, e.value)
+        if isinstance(e, K.Bin):
+            return self.bin(e)
+        if isinstance(e, K.Un):
+            return self.un(e)
+        if isinstance(e, K.Cast):
+            return self.cast(e.to, K.type_of(e.x), self.expr(e.x))
+        if isinstance(e, K.Sel):
+            return b.select(self.expr(e.cond), self.expr(e.x), self.expr(e.y))
+        if isinstance(e, K.Load):
+            t = K.type_of(e)
+            p = self.address(e.ptr, e.index)
+            v = b.load(p, typ=mem_type(t))
+            if t is BOOL:
+                v = b.icmp_unsigned("!=", v, _I8(0))
+            return v
+        if isinstance(e, K.PtrAdd):
+            pt = K.type_of(e.ptr)
+            return b.gep(self.expr(e.ptr), [self.expr(e.offset)], inbounds=True,
+                         source_etype=mem_type(pt.elem))
+        if isinstance(e, K.NumThreads):
+            return self.num_threads()
+        raise TypeError(f"not a kernel IR expression: {e!r}")
+
+    def address(self, ptr: K.Expr, index: K.Expr) -> ir.Value:
+        pt = K.type_of(ptr)
+        return self.b.gep(self.expr(ptr), [self.expr(index)], inbounds=True,
+                          source_etype=mem_type(pt.elem))
+
+    def num_threads(self) -> ir.Value:
+        b = self.b
+        n = b.load(self.ctx_field(CTX_NTHREADS), typ=_I32)
+        rt = self.decls.get("omp_get_max_threads", _I32, [])
+        d = b.call(rt, [])
+        n = b.select(b.icmp_signed(">", n, _I32(0)), n, d)
+        n = b.select(b.icmp_signed(">", n, _I32(0)), n, _I32(1))
+        return b.sext(n, _I64)
+
+    def bin(self, e: K.Bin) -> ir.Value:
+        b = self.b
+        t = K.type_of(e.x)
+        x, y = self.expr(e.x), self.expr(e.y)
+        op = e.op
+        if t.is_float:
+            fl = self.flags(e.reassoc)
+            if op in _FLOAT_CMP:
+                fl = self.flags()
+                if op == "ne":
+                    return b.fcmp_unordered("!=", x, y, flags=fl)
+                return b.fcmp_ordered(_FLOAT_CMP[op], x, y, flags=fl)
+            if op == "add":
+                return b.fadd(x, y, flags=fl)
+            if op == "sub":
+                return b.fsub(x, y, flags=fl)
+            if op == "mul":
+                return b.fmul(x, y, flags=fl)
+            if op == "div":
+                return b.fdiv(x, y, flags=fl)
+            if op == "rem":
+                return b.frem(x, y, flags=fl)
+            if op in ("pow", "atan2"):
+                return b.call(self.decls.libm(op, x.type, 2), [x, y], fastmath=fl)
+            raise NotImplementedError(f"{op} on {t!r}")
+        signed = t.is_signed          # bool compares unsigned (False < True)
+        if op in _FLOAT_CMP:
+            if signed:
+                return b.icmp_signed(_FLOAT_CMP[op], x, y)
+            return b.icmp_unsigned(_FLOAT_CMP[op], x, y)
+        if op == "and":
+            return b.and_(x, y)
+        if op == "or":
+            return b.or_(x, y)
+        if op == "xor":
+            return b.xor(x, y)
+        if t is BOOL:
+            raise NotImplementedError(f"{op} on bool (kir.py gives it no meaning)")
+        if op == "add":
+            return b.add(x, y)
+        if op == "sub":
+            return b.sub(x, y)
+        if op == "mul":
+            return b.mul(x, y)
+        if op in ("div", "rem"):
+            return self.int_divrem(op, signed, x, y)
+        if op in ("shl", "shr"):
+            bits = t.bits
+            if not (_is_const(y) and 0 <= int(y.constant) < bits):
+                y = b.and_(y, ir.Constant(y.type, bits - 1))
+            if op == "shl":
+                return b.shl(x, y)
+            return b.ashr(x, y) if signed else b.lshr(x, y)
+        raise NotImplementedError(f"{op} on {t!r}")
+
+    def int_divrem(self, op: str, signed: bool, x: ir.Value, y: ir.Value) -> ir.Value:
+        """C division/remainder; a zero divisor and MIN / -1 are precluded by
+        the lowering, but are given values (x / 0 = x, x % 0 = 0, MIN / -1 =
+        MIN, x % -1 = 0) so that no LLVM UB is left."""
+        b = self.b
+        ty = y.type
+        one = ir.Constant(ty, 1)
+        if _is_const(y):
+            c = int(y.constant)
+            if c == 0:
+                y = one
+            elif signed and c == -1:
+                return b.neg(x) if op == "div" else ir.Constant(ty, 0)
+            if op == "div":
+                return b.sdiv(x, y) if signed else b.udiv(x, y)
+            return b.srem(x, y) if signed else b.urem(x, y)
+        is_zero = b.icmp_unsigned("==", y, ir.Constant(ty, 0))
+        if not signed:
+            ys = b.select(is_zero, one, y)
+            return b.udiv(x, ys) if op == "div" else b.urem(x, ys)
+        is_m1 = b.icmp_signed("==", y, ir.Constant(ty, -1))
+        ys = b.select(b.or_(is_zero, is_m1), one, y)
+        if op == "div":
+            return b.select(is_m1, b.neg(x), b.sdiv(x, ys))
+        return b.select(is_m1, ir.Constant(ty, 0), b.srem(x, ys))
+
+    def un(self, e: K.Un) -> ir.Value:
+        b = self.b
+        t = K.type_of(e.x)
+        x = self.expr(e.x)
+        op = e.op
+        if op == "neg":
+            if t.is_float:
+                return b.fneg(x, flags=self.flags())
+            if t is BOOL:
+                raise NotImplementedError("neg on bool (kir.py gives it no meaning)")
+            return b.neg(x)
+        if op == "not":
+            return b.not_(x)
+        if op == "isnan":
+            return b.fcmp_unordered("uno", x, x)
+        if op in _INTRINSIC_UN:
+            return b.call(self.decls.intrinsic(_INTRINSIC_UN[op], x.type), [x],
+                          fastmath=self.flags())
+        if op in _LIBM_UN:
+            return b.call(self.decls.libm(op, x.type, 1), [x], fastmath=self.flags())
+        raise NotImplementedError(f"unary {op}")
+
+    def cast(self, to: ScalarType, frm: ScalarType, x: ir.Value) -> ir.Value:
+        b = self.b
+        if to == frm:
+            return x
+        lt = reg_type(to)
+        if to is BOOL:
+            if frm.is_float:
+                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
+            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
+        if frm is BOOL:
+            return b.uitofp(x, lt) if to.is_float else b.zext(x, lt)
+        if frm.is_float and to.is_float:
+            return b.fptrunc(x, lt) if to.bits < frm.bits else b.fpext(x, lt)
+        if to.is_float:
+            return b.sitofp(x, lt) if frm.is_signed else b.uitofp(x, lt)
+        if frm.is_float:
+            return self._cast_float_to_int(to, x)
+        # int -> int
+        if to.bits == frm.bits:
+            return x
+        if to.bits < frm.bits:
+            return b.trunc(x, lt)
+        return b.sext(x, lt) if frm.is_signed else b.zext(x, lt)
+
+    def _cvtt(self, x: ir.Value, bits: int) -> ir.Value:
+        """x86 cvtt*2si to `bits` (32 or 64): truncation toward zero, the
+        integer minimum when x is NaN or out of range. No poison escapes:
+        the fptosi result is only selected when x is in range."""
+        b = self.b
+        it = ir.IntType(bits)
+        lo = ir.Constant(x.type, -float(2 ** (bits - 1)))
+        hi = ir.Constant(x.type, float(2 ** (bits - 1)))
+        ok = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))
+        # (-2^(bits-1) - 1, -2^(bits-1)) also truncates to MIN: no case is lost.
+        return b.select(ok, b.fptosi(x, it), ir.Constant(it, -(2 ** (bits - 1))))
+
+    def _cast_float_to_int(self, to: ScalarType, x: ir.Value) -> ir.Value:
+        """float -> int as gcc compiles C casts on x86-64 (and as numpy does
+        for scalars): i8 i16 i32 u8 u16 through cvtt to 32 bits, then
+        truncated; i64 and u32 through cvtt to 64 bits (then truncated);
+        u64 as x < 2^63 ? cvtt64(x) : cvtt64(x - 2^63) ^ 2^63."""
+        b = self.b
+        lt = reg_type(to)
+        if to.bits < 32 or (to.bits == 32 and to.is_signed):
+            v = self._cvtt(x, 32)
+            return b.trunc(v, lt) if to.bits < 32 else v
+        if to.bits == 32:                       # u32
+            return b.trunc(self._cvtt(x, 64), lt)
+        if to.is_signed:                        # i64
+            return self._cvtt(x, 64)
+        two63 = ir.Constant(x.type, float(2 ** 63))
+        big = b.fcmp_ordered(">=", x, two63)
+        small_v = self._cvtt(x, 64)
+        big_v = b.xor(self._cvtt(b.fsub(x, two63), 64), ir.Constant(_I64, -(2 ** 63)))
+        return b.select(big, big_v, small_v)
+
+    # -- statements -------------------------------------------------------
+
+    def block(self, blk: K.Block):
+        for s in blk.stms:
+            self.stm(s)
+
+    def stm(self, s: K.Stm):
+        b = self.b
+        if isinstance(s, K.Set):
+            v = self.expr(s.value)
+            b.store(v, self.var_slot(s.var))
+        elif isinstance(s, K.Store):
+            t = K.type_of(s.value)
+            p = self.address(s.ptr, s.index)
+            v = self.expr(s.value)
+            if t is BOOL:
+                v = b.zext(v, _I8)
+            b.store(v, p)
+        elif isinstance(s, K.Alloc):
+            self.alloc(s)
+        elif isinstance(s, K.Free):
+            fr = self.decls.get("free", _VOID, [_PTR])
+            b.call(fr, [self.expr(s.ptr)])
+        elif isinstance(s, K.CopyMem):
+            size = elem_size(K.type_of(s.dst).elem)
+            n = self.expr(s.count)
+            n = b.select(b.icmp_signed(">", n, _I64(0)), n, _I64(0))
+            nbytes = b.mul(n, _I64(size))
+            dst, src = self.expr(s.dst), self.expr(s.src)
+            memcpy = self.decls.get("llvm.memcpy.p0.p0.i64", _VOID, [_PTR, _PTR, _I64, _I1])
+            b.call(memcpy, [dst, src, nbytes, _I1(0)])
+        elif isinstance(s, K.If):
+            cond = self.expr(s.cond)
+            then_bb, else_bb, merge = (self.new_block("then"), self.new_block("else"),
+                                       self.new_block("endif"))
+            b.cbranch(cond, then_bb, else_bb)
+            b.position_at_end(then_bb)
+            self.block(s.then)
+            self.goto(merge)
+            b.position_at_end(else_bb)
+            self.block(s.orelse)
+            self.goto(merge)
+            b.position_at_end(merge)
+        elif isinstance(s, K.For):
+            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body)
+        elif isinstance(s, K.While):
+            head, body, done = (self.new_block("while.cond"), self.new_block("while.body"),
+                                self.new_block("while.end"))
+            b.branch(head)
+            b.position_at_end(head)
+            b.cbranch(self.expr(s.cond), body, done)
+            b.position_at_end(body)
+            self.block(s.body)
+            self.goto(head)
+            b.position_at_end(done)
+        elif isinstance(s, K.Fail):
+            self.fail(K.ERROR_CODES[s.kind], s.msg, [self.expr(a) for a in s.args])
+        elif isinstance(s, K.ParFor):
+            if self.in_par:
+                raise NotImplementedError("nested ParFor (the checker rejects it)")
+            self.mod.parfor(self, s)
+        else:
+            raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block):
+        b = self.b
+        slot = self.var_slot(var)
+        pre = b.block
+        head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
+                               self.new_block("for.end"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(_I64, name=var.name + ".i")
+        i.add_incoming(lo, pre)
+        b.cbranch(b.icmp_signed("<", i, hi), body_bb, done)
+        b.position_at_end(body_bb)
+        b.store(i, slot)
+        self.block(body)
+        if not b.block.is_terminated:
+            nxt = b.add(i, _I64(1), flags=["nsw"])
+            i.add_incoming(nxt, b.block)
+            b.branch(head)
+        b.position_at_end(done)
+
+    def fail(self, code: int, msg: int, args: list):
+        b = self.b
+        if self.in_par:
+            old = b.cmpxchg(self.ctx_field(CTX_CODE), _I32(0), _I32(code), "seq_cst")
+            won = b.extract_value(old, 1)
+            store_bb, out_bb = self.new_block("fail.first"), self.new_block("fail.ret")
+            b.cbranch(won, store_bb, out_bb)
+            b.position_at_end(store_bb)
+            self._store_fail_fields(msg, args)
+            b.branch(out_bb)
+            b.position_at_end(out_bb)
+            b.ret_void()
+        else:
+            b.store(_I32(code), self.ctx_field(CTX_CODE))
+            self._store_fail_fields(msg, args)
+            b.ret(_I32(code))
+        # anything after a Fail in the same block is dead code
+        b.position_at_end(self.new_block("after.fail"))
+
+    def _store_fail_fields(self, msg: int, args: list):
+        b = self.b
+        b.store(_I32(msg), self.ctx_field(CTX_MSG))
+        for k in range(4):
+            b.store(args[k] if k < len(args) else _I64(0), self.ctx_field(CTX_ARGS, k))
+
+    def alloc(self, s: K.Alloc):
+        b = self.b
+        t = s.var.type.elem
+        size = elem_size(t)
+        count = self.expr(s.count)
+        n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)),
+                     _I64(_MIN_ALLOC_ELEMS), count)
+        limit = (2 ** 63 - _ALIGN) // size
+        fail_bb, try_bb, ok_bb = (self.new_block("alloc.fail"), self.new_block("alloc.try"),
+                                  self.new_block("alloc.ok"))
+        b.cbranch(b.icmp_signed(">", n, _I64(limit)), fail_bb, try_bb)
+        b.position_at_end(try_bb)
+        nbytes = b.and_(b.add(b.mul(n, _I64(size)), _I64(_ALIGN - 1)), _I64(-_ALIGN))
+        aa = self.decls.get("aligned_alloc", _PTR, [_I64, _I64])
+        p = b.call(aa, [_I64(_ALIGN), nbytes])
+        b.store(p, self.var_slot(s.var))
+        b.cbranch(b.icmp_unsigned("==", p, ir.Constant(_PTR, None)), fail_bb, ok_bb)
+        b.position_at_end(fail_bb)
+        self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
+        self.goto(ok_bb)
+        b.position_at_end(ok_bb)
+
+
+# ---------------------------------------------------------------------------
+# Module emitter
+
+
+def _blocks_can_fail(blk: K.Block) -> bool:
+    for s in blk.stms:
+        if isinstance(s, (K.Fail, K.Alloc)):
+            return True
+        if any(_blocks_can_fail(sb) for sb in K.sub_blocks(s)):
+            return True
+    return False
+
+
+def _collect_vars(blk: K.Block, out: dict):
+    def ex(e):
+        if isinstance(e, K.KVar):
+            out.setdefault(e.name, e)
+        for c in K.children(e):
+            ex(c)
+    for s in blk.stms:
+        for e in K.stm_exprs(s):
+            ex(e)
+        for sb in K.sub_blocks(s):
+            _collect_vars(sb, out)
+
+
+class _ModEmitter:
+    def __init__(self, m: K.Module, fastmath: bool, triple, data_layout):
+        self.kmod = m
+        self.fastmath = fastmath
+        self.module = ir.Module(name="pyshark")
+        if triple:
+            self.module.triple = triple
+        if data_layout:
+            self.module.data_layout = data_layout
+        self.decls = _Decls(self.module, {f.name for f in m.functions})
+        self.alloc_msg = -1
+        self.parfor_count: dict[str, int] = {}
+
+    def emit(self) -> str:
+        if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in _walk(f.body)):
+            self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
+        for f in self.kmod.functions:
+            self.function(f)
+        return str(self.module)
+
+    def function(self, f: K.Function):
+        fty = ir.FunctionType(_I32, [_PTR] + [param_type(p.type) for p in f.params])
+        fn = ir.Function(self.module, fty, name=f.name)
+        fn.args[0].name = "ctx"
+        fn.attributes.add("nounwind")
+        em = _FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
+        for p, a in zip(f.params, fn.args[1:]):
+            a.name = p.name
+            v = a
+            if p.type is BOOL:
+                v = em.b.icmp_unsigned("!=", a, _I8(0))
+            em.b.store(v, em.var_slot(p))
+        em.b.store(_I32(0), em.ctx_field(CTX_CODE))
+        em.block(f.body)
+        em.finish(_I32(0))
+
+    def parfor(self, host: _FnEmitter, s: K.ParFor):
+        b = host.b
+        k = self.parfor_count.get(host.prefix, 0)
+        self.parfor_count[host.prefix] = k + 1
+        stem = f"{host.prefix}.parfor{k}"
+
+        # captures: what the body reads and does not declare, by name
+        names = sorted(K.free_vars_of_block(s.body) - {s.var.name})
+        seen: dict[str, K.KVar] = {}
+        _collect_vars(s.body, seen)
+        caps = [seen[n] for n in names]
+        cap_types = [reg_type(v.type) for v in caps]
+
+        # the body function: void stem(ctx, captures..., lo, hi)
+        bty = ir.FunctionType(_VOID, [_PTR] + cap_types + [_I64, _I64])
+        bfn = ir.Function(self.module, bty, name=stem)
+        bfn.linkage = "internal"
+        bfn.attributes.add("nounwind")
+        bfn.args[0].name = "ctx"
+        bem = _FnEmitter(self, bfn, bfn.args[0], in_par=True, prefix=stem)
+        for v, a in zip(caps, bfn.args[1:-2]):
+            a.name = v.name
+            if isinstance(v.type, K.Ptr):
+                a.add_attribute("noalias")
+            bem.values[v.name] = a
+        lo, hi = bfn.args[-2], bfn.args[-1]
+        lo.name, hi.name = "lo", "hi"
+        bem.for_loop(s.var, lo, hi, s.body)
+        bem.finish(None)
+
+        # the outlined function GOMP_parallel runs on every thread
+        data_ty = ir.LiteralStructType([_PTR, _I64] + cap_types)
+        ofn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR]), name=stem + ".omp")
+        ofn.linkage = "internal"
+        ofn.attributes.add("nounwind")
+        ob = ir.IRBuilder(ofn.append_basic_block("entry"))
+        data = ofn.args[0]
+        data.name = "data"
+
+        def field(bb, ptr, i, ty):
+            return bb.load(bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty),
+                           typ=ty)
+        octx = field(ob, data, 0, _PTR)
+        ocount = field(ob, data, 1, _I64)
+        ocaps = [field(ob, data, 2 + j, ty) for j, ty in enumerate(cap_types)]
+        tid = ob.sext(ob.call(self.decls.get("omp_get_thread_num", _I32, []), []), _I64)
+        nth = ob.sext(ob.call(self.decls.get("omp_get_num_threads", _I32, []), []), _I64)
+        q = ob.sdiv(ocount, nth)
+        r = ob.srem(ocount, nth)
+        extra = ob.icmp_signed("<", tid, r)
+        olo = ob.add(ob.mul(tid, q), ob.select(extra, tid, r))
+        ohi = ob.add(ob.add(olo, q), ob.zext(extra, _I64))
+        ob.call(bfn, [octx] + ocaps + [olo, ohi])
+        ob.ret_void()
+
+        # the host side
+        count = host.expr(s.count)
+        cap_vals = [host.expr(v) for v in caps]
+        go = b.icmp_signed(">", count, _I64(1))
+        if s.parallel_if is not None:
+            go = b.and_(go, host.expr(s.parallel_if))
+        par_bb, seq_bb, done = (host.new_block("parfor.par"), host.new_block("parfor.seq"),
+                                host.new_block("parfor.end"))
+        b.cbranch(go, par_bb, seq_bb)
+        b.position_at_end(par_bb)
+        nt = host.num_threads()
+        nt = b.select(b.icmp_signed("<", count, nt), count, nt)
+        team_bb = host.new_block("parfor.team")
+        b.cbranch(b.icmp_signed(">", nt, _I64(1)), team_bb, seq_bb)
+        b.position_at_end(team_bb)
+        slot = _alloca(host.alloca_builder, data_ty, name=stem + ".data")
+        for j, v in enumerate([host.ctx, count] + cap_vals):
+            b.store(v, b.gep(slot, [_I32(0), _I32(j)], inbounds=True, source_etype=data_ty))
+        gomp = self.decls.get("GOMP_parallel", _VOID, [_PTR, _PTR, _I32, _I32])
+        b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])
+        b.branch(done)
+        b.position_at_end(seq_bb)
+        b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
+        b.branch(done)
+        b.position_at_end(done)
+        if _blocks_can_fail(s.body):
+            code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
+            fail_bb, ok_bb = host.new_block("parfor.failed"), host.new_block("parfor.ok")
+            b.cbranch(b.icmp_signed("!=", code, _I32(0)), fail_bb, ok_bb)
+            b.position_at_end(fail_bb)
+            b.ret(code)
+            b.position_at_end(ok_bb)
+
+
+def _walk(b: K.Block):
+    for s in b.stms:
+        yield s
+        for sb in K.sub_blocks(s):
+            yield from _walk(sb)
+
+
+def emit_module(m: K.Module, *, fastmath: bool = False, triple: Optional[str] = None,
+                data_layout: Optional[str] = None) -> str:
+    """LLVM IR text for every function of `m` (see the module docstring).
+
+    May append ALLOC_FAIL_MESSAGE to m.messages (when some Alloc exists)."""
+    return _ModEmitter(m, fastmath, triple, data_layout).emit()
+
+
+__all__ = ["emit_module", "ALLOC_FAIL_MESSAGE", "CTX_TYPE", "reg_type", "mem_type",
+           "param_type", "elem_size"]

@@ -1,0 +1,296 @@
+"""LLVM IR text -> optimised native code -> a shared library (or an in-process JIT).
+
+- `optimised_ir(ir)`: the module after the O3 pipeline for the host CPU
+  (what `pyshark show --ir llvm` prints).
+- `optimise_and_build(ir, out_path)`: parse, verify, optimise at O3 for the
+  host CPU (its name and features, PIC), emit an object file and link it with
+  the system C compiler (`cc -shared -fopenmp`, so libgomp is linked) into
+  `out_path`. With no C compiler on PATH, the optimised IR text is written to
+  `out_path` instead, and `load_library` JITs it.
+- `load_library(path_or_ir)`: a `Library` with `address_of(name)` whatever
+  was built: a .so (ctypes.CDLL), or IR text (a file, or the text itself)
+  compiled by llvmlite's MCJIT in this process.
+- The C ABI on the Python side: `PysharkCtx` (the ctx struct), `ctype_of`,
+  `entry_prototype(f)` (a ctypes.CFUNCTYPE for a kir.Function).
+
+dlopen() returns the already-loaded library when a path is loaded twice:
+build every distinct module to a distinct path (the cache names files by
+hash).
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Optional, Union
+
+import llvmlite.binding as llvm
+
+from pyshark.core.types import BOOL
+
+from .. import kir as K
+
+_LOCK = threading.RLock()
+_STATE: dict = {}
+
+
+# ---------------------------------------------------------------------------
+# LLVM set-up
+
+
+def _init():
+    if not _STATE.get("init"):
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        _STATE["init"] = True
+
+
+def _new_target_machine(jit: bool):
+    _init()
+    target = llvm.Target.from_default_triple()
+    kw = dict(cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(),
+              opt=3)
+    if jit:
+        return target.create_target_machine(jit=True, **kw)
+    return target.create_target_machine(reloc="pic", codemodel="default", **kw)
+
+
+def target_machine() -> "llvm.TargetMachine":
+    """The host CPU's target machine for shared libraries (PIC), cached.
+    (An MCJIT engine owns and frees its target machine: each gets a fresh one.)"""
+    with _LOCK:
+        tm = _STATE.get("tm")
+        if tm is None:
+            tm = _STATE["tm"] = _new_target_machine(jit=False)
+        return tm
+
+
+def host_triple() -> str:
+    return target_machine().triple
+
+
+def host_data_layout() -> str:
+    return str(target_machine().target_data)
+
+
+def _parse_and_optimise(llvm_ir: str, tm) -> "llvm.ModuleRef":
+    _init()
+    mod = llvm.parse_assembly(llvm_ir)
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+    return mod
+
+
+def optimised_ir(llvm_ir: str, *, fastmath: bool = False) -> str:
+    """The module after the O3 pipeline for the host CPU, as text.
+    (`fastmath` is accepted for symmetry: the flags are in the IR already.)"""
+    with _LOCK:
+        return str(_parse_and_optimise(llvm_ir, target_machine()))
+
+
+def find_c_compiler() -> Optional[str]:
+    """$CC when set (and found), else cc, gcc or clang on PATH; None if none."""
+    cands = [os.environ["CC"]] if os.environ.get("CC") else []
+    cands += ["cc", "gcc", "clang"]
+    for c in cands:
+        p = shutil.which(c)
+        if p:
+            return p
+    return None
+
+
+def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bool = False,
+                       cc: Optional[str] = "auto") -> None:
+    """Build `out_path`: a shared library when a C compiler exists (cc="auto"
+    finds one; pass a path to choose, or None to force the JIT fallback),
+    else the optimised IR text for `load_library` to JIT. Written atomically
+    (temporary file, then rename)."""
+    out_path = Path(out_path)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    compiler = find_c_compiler() if cc == "auto" else cc
+    with _LOCK:
+        tm = target_machine()
+        mod = _parse_and_optimise(llvm_ir, tm)
+        obj = tm.emit_object(mod) if compiler else None
+        text = None if compiler else str(mod)
+    tmpdir = tempfile.mkdtemp(prefix=".pyshark-link-", dir=out_path.parent)
+    try:
+        tmp_out = Path(tmpdir) / out_path.name
+        if compiler is None:
+            tmp_out.write_text(text)
+        else:
+            obj_path = Path(tmpdir) / "module.o"
+            obj_path.write_bytes(obj)
+            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), str(obj_path), "-lm"]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"linking failed ({' '.join(cmd)}):\n{r.stderr}")
+        os.replace(tmp_out, out_path)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------------------
+# Loading
+
+
+class Library:
+    """A loaded module: `address_of(name)` gives a function's address, to be
+    wrapped with a ctypes.CFUNCTYPE (see `entry_prototype`). `kind` is "so"
+    (ctypes.CDLL) or "jit" (MCJIT in this process). Keep the Library alive
+    while its functions may be called."""
+
+    def __init__(self, kind: str, handle, path: Optional[Path] = None, engine=None):
+        self.kind = kind
+        self.path = path
+        self._handle = handle
+        self._engine = engine
+
+    def address_of(self, name: str) -> int:
+        if self.kind == "so":
+            f = getattr(self._handle, name)
+            return ctypes.cast(f, ctypes.c_void_p).value
+        addr = self._engine.get_function_address(name)
+        if not addr:
+            raise AttributeError(f"no function {name!r} in the JIT module")
+        return addr
+
+    def function(self, f: K.Function):
+        """The entry `f` as a ctypes function (first argument: a pointer to
+        a PysharkCtx, e.g. ctypes.byref(ctx))."""
+        return entry_prototype(f)(self.address_of(f.name))
+
+
+def _looks_like_ir(x) -> bool:
+    if not isinstance(x, str):
+        return False
+    head = x.lstrip()[:200]
+    return "\n" in x or head.startswith(("; ModuleID", "define", "declare", "target", "source_filename"))
+
+
+_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
+
+
+def load_library(path_or_ir: Union[str, Path]) -> Library:
+    """Load what `optimise_and_build` wrote (a .so, or IR text when there was
+    no C compiler), or JIT LLVM IR text given directly."""
+    if _looks_like_ir(path_or_ir):
+        return _jit(path_or_ir, optimise=True)
+    path = Path(path_or_ir)
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic in _BINARY_MAGIC or magic[:2] == b"MZ":
+        return Library("so", ctypes.CDLL(str(path.resolve())), path=path)
+    return _jit(path.read_text(), optimise=False, path=path)
+
+
+def _jit(text: str, optimise: bool, path: Optional[Path] = None) -> Library:
+    with _LOCK:
+        _init()
+        _jit_runtime()
+        tm = _new_target_machine(jit=True)
+        if optimise:
+            mod = _parse_and_optimise(text, tm)
+        else:
+            mod = llvm.parse_assembly(text)
+            mod.triple = tm.triple
+            mod.data_layout = str(tm.target_data)
+            mod.verify()
+        engine = llvm.create_mcjit_compiler(mod, tm)
+        engine.finalize_object()
+        engine.run_static_constructors()
+        return Library("jit", None, path=path, engine=engine)
+
+
+# A sequential stand-in for libgomp when it cannot be loaded: GOMP_parallel
+# runs the outlined function once, as thread 0 of 1.
+_GOMP_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+@ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint)
+def _seq_gomp_parallel(fn, data, nthreads, flags):
+    _GOMP_FN(fn)(data)
+
+
+@ctypes.CFUNCTYPE(ctypes.c_int)
+def _seq_zero():
+    return 0
+
+
+@ctypes.CFUNCTYPE(ctypes.c_int)
+def _seq_one():
+    return 1
+
+
+def _jit_runtime():
+    """Make libgomp's symbols visible to MCJIT (libc and libm already are)."""
+    if _STATE.get("jit_runtime"):
+        return
+    name = ctypes.util.find_library("gomp")
+    loaded = False
+    for cand in ([name] if name else []) + ["libgomp.so.1"]:
+        try:
+            llvm.load_library_permanently(cand)
+            loaded = True
+            break
+        except RuntimeError:
+            pass
+    if not loaded:
+        for sym, cb in [("GOMP_parallel", _seq_gomp_parallel), ("omp_get_thread_num", _seq_zero),
+                        ("omp_get_num_threads", _seq_one), ("omp_get_max_threads", _seq_one)]:
+            llvm.add_symbol(sym, ctypes.cast(cb, ctypes.c_void_p).value)
+    _STATE["jit_runtime"] = True
+
+
+# ---------------------------------------------------------------------------
+# The C ABI on the Python side
+
+
+class PysharkCtx(ctypes.Structure):
+    """typedef struct { int32_t code; int32_t msg; int64_t args[4];
+                        int32_t nthreads; int32_t pad; } pyshark_ctx;"""
+    _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
+                ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
+                ("pad", ctypes.c_int32)]
+
+
+_CTYPES = {
+    "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
+    "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
+    "f32": ctypes.c_float, "f64": ctypes.c_double, "bool": ctypes.c_uint8,
+}
+
+
+def ctype_of(t: K.KType):
+    """The ctypes type of an entry parameter of kernel type t (pointers are
+    c_void_p: pass an address, e.g. arr.ctypes.data)."""
+    if isinstance(t, K.Ptr):
+        return ctypes.c_void_p
+    if t is BOOL:
+        return ctypes.c_uint8
+    return _CTYPES[t.value]
+
+
+def entry_prototype(f: K.Function):
+    """ctypes.CFUNCTYPE(c_int32, POINTER(PysharkCtx), params...) for entry f.
+    ctypes releases the GIL during the call."""
+    return ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(PysharkCtx),
+                            *[ctype_of(p.type) for p in f.params])
+
+
+__all__ = ["optimised_ir", "optimise_and_build", "load_library", "Library", "PysharkCtx",
+           "ctype_of", "entry_prototype", "find_c_compiler", "target_machine",
+           "host_triple", "host_data_layout"]
