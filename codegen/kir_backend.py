@@ -24,6 +24,7 @@ from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 from . import kir as K
+from .lower import symbol
 
 KERNELS_FILE = "kernels.pickle"
 _ERRORS = {1: IndexError, 2: ZeroDivisionError, 3: AssertionError, 4: ShapeError,
@@ -60,7 +61,7 @@ class KirModule(LoadedModule):
                 ptr, shape = Buffer.pointers(1), Buffer(np.zeros(t.rank, np.int64))
                 outs.append((ptr, shape))
                 args += [ptr, shape]
-        res = run_function(self.kernels, name, args)
+        res = run_function(self.kernels, symbol(name), args)
         if res.code:
             cls = _ERRORS.get(res.code, RuntimeError)
             raise cls(res.message)

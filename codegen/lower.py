@@ -667,8 +667,15 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
     return K.Function(name, tuple(params), blk[0])
 
 
+def symbol(entry: str) -> str:
+    """The exported name of an entry's kernel function (prefixed, so that no
+    entry clashes with a C library function such as `exp` or `free`)."""
+    return f"pyshark_{entry}"
+
+
 def lower_program(program: ir.Program, options: Options = Options()) -> K.Module:
     module = K.Module()
     for name in program.entries:
-        module.functions.append(lower_entry(program, name, module, options))
+        f = lower_entry(program, name, module, options)
+        module.functions.append(K.Function(symbol(name), f.params, f.body))
     return module

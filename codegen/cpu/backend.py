@@ -32,6 +32,7 @@ from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 from .. import kir as K
+from ..lower import symbol
 
 LIB_FILE = "module.so"
 ABI_FILE = "abi.json"
@@ -50,11 +51,7 @@ _C_NAMES = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t"
             "f32": "float", "f64": "double", "bool": "uint8_t"}
 
 
-class Ctx(ctypes.Structure):
-    """pyshark_ctx, as codegen/kir.py defines it."""
-    _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
-                ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
-                ("pad", ctypes.c_int32)]
+from .link import PysharkCtx as Ctx
 
 
 def _libc():
@@ -123,7 +120,8 @@ def c_header(program: ir.Program) -> str:
             else:
                 params.append(f"{_C_NAMES[t.elem.value]} **out{k}")
                 params.append(f"int64_t *out{k}_shape")
-        lines.append(f"int32_t {name}({', '.join(params)});")
+        lines.append(f"/* entry {name} */")
+        lines.append(f"int32_t {symbol(name)}({', '.join(params)});")
     return "\n".join(lines) + "\n"
 
 
@@ -132,7 +130,7 @@ class CpuModule(LoadedModule):
         super().__init__(entries, source)
         self.lib = lib
         self.messages = messages
-        self.callers = {name: _Caller(getattr(lib, name), spec, messages, entries[name])
+        self.callers = {name: _Caller(lib, symbol(name), spec, messages, entries[name])
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
@@ -143,8 +141,7 @@ class _Caller:
     """Marshals one entry's arguments and results (the flatten -> call ->
     unflatten path of the native backends)."""
 
-    def __init__(self, fn, spec: dict, messages: list, entry: ir.Entry):
-        self.fn = fn
+    def __init__(self, lib, sym: str, spec: dict, messages: list, entry: ir.Entry):
         self.entry = entry
         self.messages = messages
         self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
@@ -157,8 +154,9 @@ class _Caller:
                 argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * r
         for dt, r in self.results:
             argtypes += [ctypes.c_void_p] if r == 0 else [ctypes.c_void_p, ctypes.c_void_p]
-        fn.argtypes = argtypes
-        fn.restype = ctypes.c_int32
+        # a CFUNCTYPE foreign function releases the GIL during the call
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(lib.address_of(sym))
+        self.lib = lib          # keeps the library (or JIT engine) alive
 
     def __call__(self, canon_args: list):
         flat = [x for p, a in zip(self.entry.params, canon_args)

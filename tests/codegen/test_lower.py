@@ -10,7 +10,7 @@ import pytest
 
 from pyshark.codegen import kir as K
 from pyshark.codegen.kir_interp import Buffer, run_function
-from pyshark.codegen.lower import Options, lower_program
+from pyshark.codegen.lower import Options, lower_program, symbol
 from pyshark.translate import translate_source
 from pyshark.core.check import check_program
 
@@ -31,7 +31,7 @@ def walk(b: K.Block):
 
 
 def stms(m: K.Module, name: str, cls) -> list:
-    f = next(f for f in m.functions if f.name == name)
+    f = next(f for f in m.functions if f.name == symbol(name))
     return [s for s in walk(f.body) if isinstance(s, cls)]
 
 
@@ -153,7 +153,7 @@ def _run(m, name, args, outs):
         ptr, shape = Buffer.pointers(1), Buffer(np.zeros(rank, np.int64))
         cells.append((ptr, shape))
         args = args + [ptr, shape]
-    r = run_function(m, name, args)
+    r = run_function(m, symbol(name), args)
     assert r.code == 0, r.message
     assert not r.leaks()
     ptr, shape = cells[0]
