@@ -156,12 +156,18 @@ class Wrapper:
         if not self.__dict__.get("_loaded"):
             raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r} (entries "
                                  f"are attributes after compile_and_load())")
-        self._lookup(name)
+        module, entry = self._lookup(name)
+        bound = self.__dict__.setdefault("_bound", {})
+        hit = bound.get(name)
+        if hit is not None and hit[0] is module:
+            return hit[1]
+        bind, mcall = convert.bind_args, module.call
 
         def call(*args, **kwargs):
-            return self.invoke(name, *args, **kwargs)
+            return mcall(name, bind(entry, args, kwargs))
         call.__name__ = name
         call.__doc__ = self.signature(name)
+        bound[name] = (module, call)
         return call
 
     def __dir__(self):

@@ -139,61 +139,71 @@ class CpuModule(LoadedModule):
 
 class _Caller:
     """Marshals one entry's arguments and results (the flatten -> call ->
-    unflatten path of the native backends)."""
+    unflatten path of the native backends), with the per-parameter work
+    decided once, here, rather than at every call."""
 
     def __init__(self, lib, sym: str, spec: dict, messages: list, entry: ir.Entry):
         self.entry = entry
         self.messages = messages
         self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
-        self.results = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["results"]]
+        self.results = [(np.dtype(ScalarType(e).dtype), r, e) for e, r in spec["results"]]
+        # entries whose parameters are all scalars or arrays of scalars take
+        # their canonical arguments as the flat ones
+        self.flat_params = len(entry.params) == len(self.params)
         argtypes = [ctypes.POINTER(Ctx)]
         for (dt, r), (e, _) in zip(self.params, spec["params"]):
             if r == 0:
                 argtypes.append(_CTYPES[e])
             else:
                 argtypes += [ctypes.c_void_p] + [ctypes.c_int64] * r
-        for dt, r in self.results:
+        for dt, r, e in self.results:
             argtypes += [ctypes.c_void_p] if r == 0 else [ctypes.c_void_p, ctypes.c_void_p]
         # a CFUNCTYPE foreign function releases the GIL during the call
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(lib.address_of(sym))
         self.lib = lib          # keeps the library (or JIT engine) alive
+        self.simple_result = (len(entry.params) >= 0 and len(self.results) == 1
+                              and self.results[0][1] == 0)
 
     def __call__(self, canon_args: list):
-        flat = [x for p, a in zip(self.entry.params, canon_args)
-                for x in convert.flatten_value(p.stype, a)]
+        if self.flat_params:
+            flat = canon_args
+        else:
+            flat = [x for p, a in zip(self.entry.params, canon_args)
+                    for x in convert.flatten_value(p.stype, a)]
         args: list = []
         keep = []
         for (dt, r), v in zip(self.params, flat):
             if r == 0:
-                args.append(v.item() if hasattr(v, "item") else v)
+                args.append(int(v) if dt.kind == "b" else v)
                 continue
-            a = np.ascontiguousarray(v, dtype=dt)
-            keep.append(a)
-            args.append(a.ctypes.data)
-            args += list(a.shape)
+            if not (v.flags.c_contiguous and v.dtype == dt):
+                v = np.ascontiguousarray(v, dtype=dt)
+            keep.append(v)
+            args.append(v.ctypes.data)
+            args += v.shape
         outs = []
-        for dt, r in self.results:
+        for dt, r, e in self.results:
             if r == 0:
-                cell = np.zeros(1, dt)
+                cell = _CTYPES[e]()
                 outs.append(cell)
-                args.append(cell.ctypes.data)
+                args.append(ctypes.addressof(cell))
             else:
                 ptr = ctypes.c_void_p(0)
-                shape = np.zeros(r, np.int64)
+                shape = (ctypes.c_int64 * r)()
                 outs.append((ptr, shape))
-                args += [ctypes.addressof(ptr), shape.ctypes.data]
+                args += [ctypes.addressof(ptr), ctypes.addressof(shape)]
         ctx = Ctx()
         code = self.fn(ctypes.byref(ctx), *args)
         results = []
-        for (dt, r), o in zip(self.results, outs):
+        for (dt, r, e), o in zip(self.results, outs):
             if r == 0:
-                results.append(o[0])
-            else:
-                ptr, shape = o
-                if ptr.value:
-                    results.append(_adopt(ptr.value, tuple(int(d) for d in shape), dt))
+                results.append(dt.type(o.value))
+            elif o[0].value:
+                results.append(_adopt(o[0].value, tuple(o[1]), dt))
         if code:
             raise self._error(ctx)
+        if self.simple_result:
+            return results[0]
         return convert.to_output(self.entry.ret, convert.unflatten_value(self.entry.ret, results))
 
     def _error(self, ctx: Ctx) -> Exception:
