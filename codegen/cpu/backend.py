@@ -219,6 +219,11 @@ class _Caller:
         return cls(text)
 
 
+def _sha256(path: Path) -> str:
+    import hashlib
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def _adopt(ptr: int, shape: tuple, dt: np.dtype) -> np.ndarray:
     """A numpy array over memory the library allocated; freed with it."""
     n = int(np.prod(shape)) if shape else 1
@@ -250,7 +255,8 @@ class CpuBackend(Backend):
         directory = Path(directory)
         optimise_and_build(llvm_ir, directory / LIB_FILE, fastmath=self.options.fastmath)
         (directory / ABI_FILE).write_text(json.dumps(
-            {"entries": abi_of(program), "messages": kernels.messages}))
+            {"entries": abi_of(program), "messages": kernels.messages,
+             "library_sha256": _sha256(directory / LIB_FILE)}))
         (directory / HEADER_FILE).write_text(c_header(program))
         (directory / KIR_FILE).write_text(K.pretty_module(kernels))
         return program, {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
@@ -259,6 +265,11 @@ class CpuBackend(Backend):
         from .link import load_library
         directory = Path(directory)
         abi = json.loads((directory / manifest["files"]["abi"]).read_text())
-        lib = load_library(directory / manifest["files"]["library"])
+        lib_path = directory / manifest["files"]["library"]
+        # never dlopen a library that is not byte for byte the one we built
+        # (a truncated or corrupt cache entry is rebuilt by the Wrapper)
+        if _sha256(lib_path) != abi.get("library_sha256"):
+            raise ValueError(f"{lib_path} does not match its recorded hash (corrupt artifact)")
+        lib = load_library(lib_path)
         return CpuModule(lib, abi["entries"], abi["messages"], entries_from_manifest(manifest),
                          manifest["source"])

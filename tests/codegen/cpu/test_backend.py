@@ -1,0 +1,232 @@
+"""The "cpu" backend end to end: caching and corrupt caches, `pyshark build`
+with a C program calling the library, errors from compiled code, threads,
+bad input, unsafe mode, and the vectorizer on a real program."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyshark import ShapeError, Wrapper
+
+ROOT = Path(__file__).resolve().parents[3]
+SAXPY = ROOT / "examples" / "saxpy.py"
+
+pytestmark = pytest.mark.skipif(
+    "cpu" not in __import__("pyshark.wrapper", fromlist=["x"]).available_backends(),
+    reason="cpu backend unavailable")
+
+
+def module(tmp_path: Path, src: str, name: str = "m.py") -> Path:
+    p = tmp_path / name
+    p.write_text("import pyshark.prelude as ps\n" + textwrap.dedent(src))
+    return p
+
+
+def wrapper(path: Path, cache: Path, **opts) -> Wrapper:
+    w = Wrapper("cpu", cache_dir=cache, **opts)
+    w.add_source_file(path)
+    return w.compile_and_load()
+
+
+def test_second_compile_is_a_cache_load(tmp_path, monkeypatch):
+    w1 = wrapper(SAXPY, tmp_path)
+    assert not w1.loaded_from_cache
+    from pyshark.codegen.cpu import backend
+
+    def no_compile(*a, **k):
+        raise AssertionError("compiled again")
+    monkeypatch.setattr(backend.CpuBackend, "compile", no_compile)
+    w2 = wrapper(SAXPY, tmp_path)
+    assert w2.loaded_from_cache
+    xs = np.arange(5, dtype=np.float32)
+    assert np.array_equal(w2.saxpy(2.0, xs, xs), 3 * xs)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "delete_abi", "empty_manifest"])
+def test_corrupt_cache_entry_is_rebuilt(tmp_path, damage):
+    # The entry is written by another process (a library this process has
+    # mapped must never be damaged under it: that would crash any program).
+    code = ("import sys; from pyshark import Wrapper; w = Wrapper('cpu', cache_dir=sys.argv[1]); "
+            "w.add_source_file(sys.argv[2]); w.compile_and_load()")
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(SAXPY)], check=True)
+    [entry] = [p for p in (tmp_path).rglob("manifest.json")]
+    d = entry.parent
+    lib = d / "module.so"
+    if damage == "truncate":
+        lib.write_bytes(lib.read_bytes()[:200])
+    elif damage == "garbage":
+        data = bytearray(lib.read_bytes())
+        data[1000:1100] = b"\xff" * 100
+        lib.write_bytes(bytes(data))
+    elif damage == "delete_abi":
+        (d / "abi.json").unlink()
+    else:
+        entry.write_text("")
+    w = wrapper(SAXPY, tmp_path)
+    assert not w.loaded_from_cache
+    xs = np.arange(5, dtype=np.float32)
+    assert np.array_equal(w.saxpy(2.0, xs, xs), 3 * xs)
+
+
+def test_build_and_call_from_c(tmp_path):
+    out = tmp_path / "saxpy-cpu"
+    r = subprocess.run([sys.executable, "-m", "pyshark.cli", "build", str(SAXPY), "--backend",
+                        "cpu", "-o", str(out)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    header = (out / "module.h").read_text()
+    assert "pyshark_saxpy(" in header and "pyshark_dot(" in header
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    prog = tmp_path / "main.c"
+    prog.write_text(textwrap.dedent("""
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include "module.h"
+        int main(void) {
+            float xs[5] = {1, 2, 3, 4, 5}, ys[5] = {10, 20, 30, 40, 50};
+            float *res = 0; int64_t shape[1];
+            pyshark_ctx ctx = {0};
+            int rc = pyshark_saxpy(&ctx, 2.0f, xs, 5, ys, 5, &res, shape);
+            if (rc) { printf("error %d\\n", rc); return 1; }
+            for (int i = 0; i < shape[0]; i++) printf("%g ", res[i]);
+            free(res);
+            float d;
+            rc = pyshark_dot(&ctx, xs, 5, ys, 4, &d);   /* lengths differ */
+            printf("| %d %d\\n", rc, ctx.code);
+            return 0;
+        }
+    """))
+    exe = tmp_path / "main"
+    subprocess.run([cc, str(prog), "-I", str(out), str(out / "module.so"), "-o", str(exe),
+                    f"-Wl,-rpath,{out}"], check=True)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
+    assert got.split() == ["12", "24", "36", "48", "60", "|", "4", "4"]
+    w = Wrapper.load(out)
+    assert w.dot(np.ones(3, np.float32), np.ones(3, np.float32)) == 3.0
+
+
+ERRORS_SRC = """
+@ps.entry
+def at(xs: ps.Array[int], i: int) -> int:
+    return xs[i]
+
+@ps.entry
+def div(xs: ps.Array[int], d: int) -> ps.Array[int]:
+    return ps.map(lambda x: x // d, xs)
+
+@ps.entry
+def checked(x: int) -> int:
+    assert x > 0, "x must be positive"
+    return x
+
+@ps.entry
+def pairs(xs: ps.Array[int], ys: ps.Array[int]) -> ps.Array[int]:
+    return ps.map(lambda a, b: a + b, xs, ys)
+
+@ps.entry
+def big(n: int) -> ps.Array[ps.f64]:
+    return ps.replicate(n, 1.0)
+"""
+
+
+def test_errors_in_compiled_code_raise_python_exceptions(tmp_path):
+    w = wrapper(module(tmp_path, ERRORS_SRC), tmp_path / "c")
+    xs = np.arange(10, dtype=np.int64)
+    with pytest.raises(IndexError, match=r"index 10 out of range for length 10 .*m\.py:5"):
+        w.at(xs, 10)
+    assert w.at(xs, -1) == 9
+    with pytest.raises(ZeroDivisionError):
+        w.div(np.arange(1 << 16, dtype=np.int64), 0)      # inside a parallel loop
+    with pytest.raises(AssertionError, match="x must be positive"):
+        w.checked(0)
+    with pytest.raises(ShapeError):
+        w.pairs(xs, xs[:3])
+    with pytest.raises(MemoryError):
+        w.big(1 << 62)
+    with pytest.raises(MemoryError):
+        w.big(1 << 45)        # 256 TiB: the allocation fails, the process survives
+    assert w.big(3).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_bad_inputs_give_clear_errors(tmp_path):
+    w = wrapper(module(tmp_path, ERRORS_SRC), tmp_path / "c")
+    with pytest.raises(TypeError, match="xs"):
+        w.at(np.zeros(3, np.float32), 0)
+    with pytest.raises(TypeError, match="xs"):
+        w.at(np.zeros((2, 2), np.int64), 0)
+    with pytest.raises(ShapeError):
+        w.pairs([[1, 2], [3]], [1, 2])
+    with pytest.raises((TypeError, OverflowError)):
+        w.at(np.zeros(3, np.int64), 2 ** 70)
+    assert w.at([1, 2, 3], 1) == 2                       # nested lists convert
+    strided = np.arange(20, dtype=np.int64)[::2]        # non-contiguous input
+    assert w.pairs(strided, strided).tolist() == (2 * strided).tolist()
+
+
+def test_unsafe_drops_bounds_checks_only(tmp_path):
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.kir import pretty_module
+    from pyshark.wrapper.backend import Options, translate_and_check
+    program = translate_and_check(module(tmp_path, ERRORS_SRC))
+    safe = pretty_module(build_kernels(program, Options()))
+    unsafe = pretty_module(build_kernels(program, Options(unsafe=True)))
+    assert "fail IndexError" in safe and "fail IndexError" not in unsafe
+    assert "fail ZeroDivisionError" in unsafe and "fail AssertionError" in unsafe
+
+
+def test_threads_call_one_module_at_once(tmp_path):
+    w = wrapper(SAXPY, tmp_path)
+    errors = []
+
+    def work(k):
+        try:
+            xs = np.full(100_003, k, np.float32)
+            for _ in range(20):
+                out = w.saxpy(2.0, xs, xs)
+                assert np.all(out == 3 * k)
+                assert w.dot(xs, np.ones_like(xs)) == np.float32(k) * 100_003
+        except BaseException as exc:       # reported below
+            errors.append(exc)
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+
+
+def test_vectorizer_fires_on_a_map_and_a_reduction():
+    from pyshark.cli import main
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert main(["show", "--ir", "llvm", str(SAXPY)]) == 0
+    text = buf.getvalue()
+    saxpy = text[text.index("@pyshark_saxpy.parfor0.omp("):]
+    saxpy = saxpy[:saxpy.index("\n}\n")]
+    assert "x float>" in saxpy                          # the map loop
+    dot = text[text.index("@pyshark_dot.parfor0.omp("):]
+    dot = dot[:dot.index("\n}\n")]
+    assert "fadd reassoc <" in dot                       # the reduction loop
+
+
+def test_results_are_fresh_arrays_owned_by_numpy(tmp_path):
+    w = wrapper(module(tmp_path, """
+    @ps.entry
+    def ident(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+        return xs
+    """), tmp_path / "c")
+    xs = np.arange(4.0)
+    ys = w.ident(xs)
+    assert ys.tolist() == xs.tolist() and not np.shares_memory(xs, ys)
+    ys[0] = 42.0                       # writable, and the caller's array is untouched
+    assert xs[0] == 0.0
