@@ -26,7 +26,8 @@ codegen/scalar.py, once, for every backend.
 Statements: Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor.
 
 `ParFor(i, n, body)` runs body for i in 0..n-1 where iterations are
-independent; the CPU backend splits them in contiguous static chunks over
+independent (and, the noalias contract, memory written through one captured
+pointer variable is not accessed through another captured pointer variable); the CPU backend splits them in contiguous static chunks over
 the OpenMP threads (and runs them inline when `parallel_if` is false or
 n <= 1). Its body may read any variable of the enclosing code (captured by
 value when the loop starts), may Set only variables it declares itself, and
@@ -155,7 +156,9 @@ class Cast:
     """numpy's conversion of a scalar to `to`: int -> int truncates or extends
     by the source's signedness; int -> float rounds to nearest; float -> int
     truncates toward zero (out of range or NaN: no undefined behaviour, the
-    result is what x86's cvtt* gives, the integer minimum, then truncated);
+    result is what gcc's x86-64 code gives, which is numpy's: i8/i16/i32/u8/
+    u16 through a 32-bit cvtt, i64/u32 through a 64-bit cvtt (out of range:
+    the integer minimum, then truncated), u64 exact up to 2**64);
     f64 <-> f32 rounds to nearest; x -> bool is x != 0; bool -> x is 0 or 1."""
     to: ScalarType
     x: "Expr"
