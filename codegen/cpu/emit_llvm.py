@@ -677,6 +677,9 @@ class _ModEmitter:
         bfn = ir.Function(self.module, bty, name=stem)
         bfn.linkage = "internal"
         bfn.attributes.add("nounwind")
+        # one copy of the loop, called by the team and by the inline path (its
+        # own noalias parameters let it vectorize without run-time checks)
+        bfn.attributes.add("noinline")
         bfn.args[0].name = "ctx"
         bem = _FnEmitter(self, bfn, bfn.args[0], in_par=True, prefix=stem)
         for v, a in zip(caps, bfn.args[1:-2]):

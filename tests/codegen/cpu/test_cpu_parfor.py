@@ -245,7 +245,7 @@ def _opt(fns) -> str:
 
 def test_parfor_map_vectorizes_without_alias_checks():
     opt = _opt([f_saxpy()])
-    body = function_ir(opt, "saxpy.parfor0.omp")
+    body = function_ir(opt, "saxpy.parfor0")
     assert vector_types(body) & {"<16 x float>", "<8 x float>", "<4 x float>"}, body
     assert "memcheck" not in opt
 
