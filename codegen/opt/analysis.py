@@ -106,7 +106,7 @@ class Facts:
         a = self.resolve(a)
         if a.__class__ is ir.Const:
             return a.type.is_int and a.value >= 0
-        return a.name in self.nonneg
+        return a.name in self.nonneg or getattr(a.type, "is_unsigned", False)
 
     def has_length(self, arr: ir.Var, width: ir.Atom) -> bool:
         n = self.length(arr.name, 0)

@@ -8,8 +8,8 @@ renamed to a fresh name of the caller (`base_N` past the caller's highest N),
 keeping names unique within the FunDef (SSA). The call's pattern is then bound
 to the renamed results with `AtomExp` lets (simplify propagates them), or with
 `Copy` where the caller updates the result in place and the result may share
-storage with an argument: a call result was always a new value for the
-uniqueness checker, an alias of the caller's array is not.
+storage with an argument or another result: a call result was always a new
+value for the uniqueness checker, an alias of the caller's array is not.
 
 Afterwards no Call remains. When the program has entries, the FunDefs that
 are not entries are dropped (nothing calls them any more); a program without
@@ -86,16 +86,22 @@ class _Inliner:
             m[v.name] = self.names.var(v)
         body = subst(callee.body, m)
         out.extend(body.stms)
-        for v, r, orig in zip(stm.pat, body.result, callee.body.result):
+        for k, (v, r) in enumerate(zip(stm.pat, body.result)):
             exp = ir.AtomExp(r)
-            if r.__class__ is ir.Var and self.needs_copy(v, orig, callee):
+            if r.__class__ is ir.Var and self.needs_copy(v, k, callee):
                 exp = ir.Copy(r)
             out.append(ir.Let((v,), exp, stm.loc))
 
-    def needs_copy(self, v: ir.Var, orig: ir.Var, callee: ir.FunDef) -> bool:
+    def needs_copy(self, v: ir.Var, k: int, callee: ir.FunDef) -> bool:
+        """The caller updates result k in place, and it may share storage with an
+        argument or with another result of the call."""
         if self.consumable is None:
             self.consumable = consumable_names(self.fun.body)
         if v.name not in self.consumable:
             return False
-        params = {p.name for p in callee.params}
-        return bool(alias_closure(alias_edges(callee.body), [orig.name]) & params)
+        edges = alias_edges(callee.body)
+        shares = [alias_closure(edges, [r.name]) if r.__class__ is ir.Var else set()
+                  for r in callee.body.result]
+        if shares[k] & {p.name for p in callee.params}:
+            return True
+        return any(shares[k] & s for i, s in enumerate(shares) if i != k)

@@ -116,3 +116,19 @@ def test_recursion_is_an_internal_error():
     f = fun("f", [I64], lambda b, x: _call(b, "f", x))
     with pytest.raises(InternalCompilerError, match="recursive"):
         inline(prog(f))
+
+
+def test_one_array_returned_twice_is_copied_for_the_update():
+    # twice(n) = let a = iota n in (a, a); f(n) = let (x, y) = twice(n); x[0] = 5 in (x, y)
+    def twice(b: B, n):
+        a = b.let(ir.Iota(n), "a")
+        return a, a
+
+    def body(b: B, n):
+        x, y = b.let(ir.Call("twice", (n,), (arr(I64), arr(I64))), "r")
+        return b.let(ir.Update(x, (c(0),), c(5)), "x"), y
+    p = prog(fun("f", [I64], body), fun("twice", [I64], twice))
+    check_program(p)
+    q = inline(p)
+    assert len(all_stms(q.functions["f"], ir.Copy)) == 1
+    check_same(p, q, "f", [np.int64(3)])
