@@ -20,7 +20,7 @@ from typing import Callable, Optional
 from pyshark.core import ir
 from pyshark.core.types import ArrayType
 
-from .rewrite import _FIELDS, exp_atoms, map_exp
+from .rewrite import _FIELDS, map_exp
 
 
 def atom_key(a: ir.Atom):
@@ -443,6 +443,5 @@ def consumable_names(body: ir.Body) -> set[str]:
 
 
 __all__ = ["Facts", "atom_key", "same_atom", "exp_key", "may_raise", "body_may_raise",
-           "rows_regular",
-           "binop_may_raise", "contains_update", "alias_edges", "alias_closure",
-           "consumable_names", "exp_atoms"]
+           "binop_may_raise", "rows_regular", "contains_update", "alias_edges",
+           "alias_closure", "consumable_names"]

@@ -7,9 +7,9 @@ parameters for the producer's results replaced by f's result atoms (an input
 both maps read is read once).
 
 Horizontal: two Maps of the same width that share an input array and do not
-depend on each other become one Map with the results of both, placed where
-the first stands (when nothing between them uses its results, at the second
-one's place) -- the input is traversed once.
+depend on each other become one Map with the results of both (the shared
+input traversed once), placed where the second stands, or where the first
+stands when a statement between them uses the first one's results.
 
 Both repeat to a fixpoint in every body, nested bodies first; a fused
 lambda's body is fused again (two inner maps may now meet). Map into
@@ -71,8 +71,8 @@ class _Fuser:
             facts.record(stm)
         while True:
             # A name bound in this body is used only here (SSA): count here.
-            self.counts = use_counts(ir.Body(tuple(stms), b.result))
-            new = self.vertical(stms, outer)
+            counts = use_counts(ir.Body(tuple(stms), b.result))
+            new = self.vertical(stms, outer, counts)
             if new is None:
                 new = self.horizontal(stms, outer)
             if new is None:
@@ -125,7 +125,7 @@ class _Fuser:
         return all(a.name in covered or f.has_length(a, width) for a in arrs)
 
     # -- vertical ----------------------------------------------------------------
-    def vertical(self, stms: list, outer: Facts) -> Optional[list]:
+    def vertical(self, stms: list, outer: Facts, counts) -> Optional[list]:
         where = {v.name: i for i, s in enumerate(stms) for v in s.pat}
         for j, cs in enumerate(stms):
             if cs.exp.__class__ is not ir.Map:
@@ -134,12 +134,12 @@ class _Fuser:
                 i = where.get(a.name)
                 if i is None or stms[i].exp.__class__ is not ir.Map:
                     continue
-                fused = self.try_vertical(stms, i, j, outer)
+                fused = self.try_vertical(stms, i, j, outer, counts)
                 if fused is not None:
                     return stms[:i] + stms[i + 1:j] + [fused] + stms[j + 1:]
         return None
 
-    def try_vertical(self, stms, i: int, j: int, outer: Facts) -> Optional[ir.Let]:
+    def try_vertical(self, stms, i: int, j: int, outer: Facts, counts) -> Optional[ir.Let]:
         ps, cs = stms[i], stms[j]
         p, c = ps.exp, cs.exp
         if not same_atom(p.width, c.width):
@@ -148,7 +148,7 @@ class _Fuser:
             return None          # its ShapeError would vanish with the stacking
         names = {v.name for v in ps.pat}
         for v in ps.pat:
-            if self.counts[v.name] != sum(1 for a in c.arrs if a.name == v.name):
+            if counts[v.name] != sum(1 for a in c.arrs if a.name == v.name):
                 return None
         if not self.between_ok(stms, i, j, outer, moved=i):
             return None
@@ -157,7 +157,7 @@ class _Fuser:
             if self.lam_may_raise(stms, j, outer) or not self.inputs_provable(
                     stms, j, i, outer, c.width, others, {a.name for a in p.arrs}):
                 return None
-        lam, arrs = _compose(p, ps.pat, c, self.counts)
+        lam, arrs = _compose(p, ps.pat, c)
         fused = ir.Map(c.width, lam, arrs)
         lam = self.refuse(fused, self.facts_at(stms, i, outer))
         return ir.Let(cs.pat, ir.Map(c.width, lam, arrs), cs.loc)
@@ -206,7 +206,7 @@ class _Fuser:
         if r1 and not self.inputs_provable(stms, i, -1, outer, s2.exp.width, s2.exp.arrs,
                                            {a.name for a in s1.exp.arrs}):
             return None
-        lam, arrs = _side_by_side(s1.exp, s2.exp, self.counts)
+        lam, arrs = _side_by_side(s1.exp, s2.exp)
         m = ir.Map(s1.exp.width, lam, arrs)
         lam = self.refuse(m, self.facts_at(stms, i, outer))
         fused = ir.Let(s1.pat + s2.pat, ir.Map(m.width, lam, arrs), s1.loc)
@@ -215,15 +215,14 @@ class _Fuser:
         return rest[:pos] + [fused] + rest[pos:]
 
 
-def _merge_inputs(params: list, arrs: list, qs, ins, counts) -> dict:
+def _merge_inputs(params: list, arrs: list, qs, ins) -> dict:
     """Appends the parameters qs and inputs ins not read yet; returns the
-    substitution of parameters for inputs already read (one use fewer each)."""
+    substitution of parameters for inputs already read."""
     sub: dict = {}
     for q, a in zip(qs, ins):
         for k, b in enumerate(arrs):
             if b.name == a.name:
                 sub[q.name] = params[k]
-                counts[a.name] -= 1
                 break
         else:
             params.append(q)
@@ -231,23 +230,22 @@ def _merge_inputs(params: list, arrs: list, qs, ins, counts) -> dict:
     return sub
 
 
-def _compose(p: ir.Map, ppat, c: ir.Map, counts):
+def _compose(p: ir.Map, ppat, c: ir.Map):
     """The lambda and inputs of map(c.lam . p.lam) (vertical fusion)."""
     res = {v.name: r for v, r in zip(ppat, p.lam.body.result)}
     params, arrs = list(p.lam.params), list(p.arrs)
     pairs = [(q, a) for q, a in zip(c.lam.params, c.arrs) if a.name not in res]
     sub = {q.name: res[a.name] for q, a in zip(c.lam.params, c.arrs) if a.name in res}
-    sub.update(_merge_inputs(params, arrs, [q for q, _ in pairs], [a for _, a in pairs],
-                             counts))
+    sub.update(_merge_inputs(params, arrs, [q for q, _ in pairs], [a for _, a in pairs]))
     cb = subst(c.lam.body, sub)
     body = ir.Body(p.lam.body.stms + cb.stms, cb.result)
     return ir.Lambda(tuple(params), body, c.lam.ret), tuple(arrs)
 
 
-def _side_by_side(m1: ir.Map, m2: ir.Map, counts):
+def _side_by_side(m1: ir.Map, m2: ir.Map):
     """The lambda and inputs of one map computing both m1's and m2's results."""
     params, arrs = list(m1.lam.params), list(m1.arrs)
-    sub = _merge_inputs(params, arrs, m2.lam.params, m2.arrs, counts)
+    sub = _merge_inputs(params, arrs, m2.lam.params, m2.arrs)
     b2 = subst(m2.lam.body, sub)
     b1 = m1.lam.body
     body = ir.Body(b1.stms + b2.stms, b1.result + b2.result)

@@ -50,7 +50,7 @@ def test_nested_bodies_reuse_outer_values_not_the_reverse():
 
         def lam(sb, x):
             kk = sb.bin("mul", k, k)                  # reuses k2
-            return sb.bin("add", x, sb.bin("mul", x, x))
+            return sb.bin("add", kk, sb.bin("mul", x, x))
         ys = b.let(ir.Map(n, b.lam([I64], lam), (xs,)), "map")
         cond = b.bin("gt", k, c(0))
         then = b.block(lambda sb: sb.bin("add", k, c(1)))

@@ -9,8 +9,7 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from opt_build import (BOOL, F32, F64, I8, I32, I64, U8, U32, B, check_same, fun, ir, np,
-                       prog)
+from opt_build import BOOL, F32, F64, I8, I32, I64, U8, U32, B, check_same, fun, ir, prog
 from pyshark.codegen.pipeline import optimise
 from pyshark.core.check import BINOP_KINDS, UNOP_KINDS, type_allowed
 
