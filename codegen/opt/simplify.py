@@ -113,6 +113,10 @@ def fold_const(e: ir.Exp):
 # The forward walk
 
 
+def _same(x):
+    return x
+
+
 class _Env:
     """Scoped state of the forward walk: substitution, facts, true conditions."""
 
@@ -179,7 +183,8 @@ class _Simplifier:
                     else:
                         env.sub[v.name] = a
                 return
-        e2 = map_exp(e, env.atom, lambda b: self.body(b, env.child(e)))
+        e1 = map_exp(e, env.atom, _same)         # operands first: the facts for the
+        e2 = map_exp(e1, _same, lambda b: self.body(b, env.child(e1)))   # nested bodies
         r = self.fold(e2, env)
         if r is None:
             self.emit(stm if e2 is e else ir.Let(stm.pat, e2, stm.loc), env, out)
@@ -352,7 +357,7 @@ class _Simplifier:
             e = ir.If(e.cond, sub(e.then_body), sub(e.else_body),
                       tuple(e.ret[i] for i in keep))
             pat = tuple(pat[i] for i in keep)
-        e = map_exp(e, lambda a: a, self.dce)
+        e = map_exp(e, _same, self.dce)
         if e is stm.exp and pat is stm.pat:
             return stm
         return ir.Let(pat, e, stm.loc)
