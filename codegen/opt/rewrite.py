@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import typing
 from collections import Counter
 from typing import Callable, Iterable
 
@@ -23,11 +24,9 @@ from pyshark.core import ir
 
 Atom = ir.Atom
 
-# Node classes whose fields are walked generically (not Var, Const, Loc, types).
-_EXPS = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Call, ir.If, ir.Loop,
-         ir.Assert, ir.Index, ir.Slice, ir.Update, ir.Size, ir.ArrayLit, ir.Iota,
-         ir.Replicate, ir.Copy, ir.Concat, ir.Rotate, ir.Transpose, ir.Reshape, ir.Map,
-         ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter)
+# Node classes whose fields are walked generically (not Var, Const, Loc, types):
+# every expression class of ir.Exp, so a new one is traversed without changes here.
+_EXPS = typing.get_args(ir.Exp)
 _NODES = frozenset(_EXPS + (ir.Body, ir.Let, ir.Lambda, ir.SliceDim, ir.ForLoop,
                             ir.WhileLoop))
 _FIELDS: dict[type, tuple[str, ...]] = {
