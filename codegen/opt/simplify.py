@@ -11,15 +11,19 @@ facts of analysis.Facts):
   run time). Nothing is folded that raises (integer division or modulo by
   zero, negative integer powers), nor what numpy leaves undefined (shifts by
   a negative or too large amount, float to int conversion out of range);
-- a few algebraic identities that hold bit for bit: x+0, x-0, x*1 and
-  x==x / x<x ... on integers and bools, `and`/`or` with a constant,
-  select(c, x, x), select(c, true, false), converting to the same type;
+- algebraic identities that hold bit for bit (none on floats, where -0.0
+  and NaN break them): on integers x+0, x-0, x*1, x//1, x|0, x^0, x<<0,
+  x>>0; x==x, x<=x, x<x ... on integers and bools; `and`/`or` with a
+  constant; select(c, x, x), select(c, true, false); a conversion to the
+  operand's own type; `x >= 0` / `x < 0` for x known non-negative (sizes,
+  unsigned values, for-loop indices);
 - `size(xs, d)` is replaced by a known length of xs (analysis.Facts), so the
   widths of SOACs over the same array become the same name;
-- facts from assertions and branches: after `assert(c)` c is true, and when c
-  is `x == y` on integers, y is replaced by x; `x >= 0` makes x non-negative;
-  `assert(true)` and comparisons settled by the facts fold away; in the then
-  (else) branch of `if c`, c is true (false);
+- facts from assertions and branches: after `assert(c)` c is true (and so
+  is the comparison c names; both parts of an `and`); when c is `x == y` on
+  integers or bools, y is replaced by x; `x >= 0` makes x non-negative;
+  `assert(true)` is dropped; in the then (else) branch of `if c`, c is true
+  (false), with the same consequences in the then branch;
 - `if` on a constant condition is replaced by the branch taken; an `if` whose
   branches compute nothing becomes selects; a for loop with a constant bound
   <= 0 becomes its initial values (arrays copied, a loop result is fresh).
