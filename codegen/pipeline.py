@@ -1,0 +1,44 @@
+"""The pass pipeline: core IR -> core IR, before the lowering to kernel IR.
+
+PASSES lists (name, run) pairs; each run is a pure function Program ->
+Program (codegen/opt/, one file per pass). `optimise` runs them in order and,
+with check=True (as the tests do), type checks the IR after every pass so a
+broken invariant is reported against the pass that broke it.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from pyshark.core import ir
+from pyshark.core.check import check_program
+from pyshark.errors import InternalCompilerError
+
+from .opt.cse import cse
+from .opt.fuse import fuse
+from .opt.inline import inline
+from .opt.simplify import simplify
+
+Pass = Callable[[ir.Program], ir.Program]
+
+PASSES: list[tuple[str, Pass]] = [
+    ("inline", inline),       # no calls left; only entry FunDefs remain
+    ("simplify", simplify),   # copy propagation, constant folding, dead code
+    ("cse", cse),             # common subexpressions
+    ("fuse", fuse),           # map-map fusion, vertical and horizontal
+    ("simplify", simplify),   # clean up after fusion
+]
+
+
+def optimise(program: ir.Program, check: bool = False,
+             passes: list[tuple[str, Pass]] | None = None) -> ir.Program:
+    """Runs the passes (default PASSES) in order; with check=True the core IR
+    checker runs after each, raising InternalCompilerError naming the pass."""
+    for i, (name, run) in enumerate(PASSES if passes is None else passes):
+        program = run(program)
+        if check:
+            try:
+                check_program(program)
+            except InternalCompilerError as exc:
+                raise InternalCompilerError(
+                    f"pass {i + 1} '{name}' produced invalid core IR: {exc}") from exc
+    return program
