@@ -230,3 +230,31 @@ def test_results_are_fresh_arrays_owned_by_numpy(tmp_path):
     assert ys.tolist() == xs.tolist() and not np.shares_memory(xs, ys)
     ys[0] = 42.0                       # writable, and the caller's array is untouched
     assert xs[0] == 0.0
+
+
+def test_vector_math_calls_libmvec_and_stays_accurate(tmp_path):
+    from pyshark.codegen.cpu.link import libmvec_path
+    src = module(tmp_path, """
+    @ps.entry
+    def f(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+        return ps.map(lambda x: ps.exp(x) + ps.log(x) + ps.sin(x), xs)
+
+    @ps.entry
+    def g(xs: ps.Array[ps.f64], ys: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+        return ps.map(lambda x, y: ps.pow(x, y) + ps.atan2(x, y), xs, ys)
+    """)
+    w = wrapper(src, tmp_path / "c")
+    x = np.linspace(0.1, 20, 10_007).astype(np.float32)
+    np.testing.assert_allclose(w.f(x), np.exp(x) + np.log(x) + np.sin(x), rtol=2e-6)
+    a = np.linspace(0.1, 5, 5_003)
+    np.testing.assert_allclose(w.g(a, a[::-1].copy()), np.power(a, a[::-1]) +
+                               np.arctan2(a, a[::-1]), rtol=1e-14)
+    if libmvec_path() is None:
+        pytest.skip("no libmvec on this machine")
+    from pyshark.cli import main
+    import io
+    import contextlib
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        main(["show", "--ir", "llvm", str(src)])
+    assert "@_ZGV" in buf.getvalue()
