@@ -16,8 +16,9 @@ Decisions where LANGUAGE.md is silent (each also noted where it is made):
 - Negative counts for `iota`/`replicate`/`tabulate_2d` raise ShapeError;
   `take`/`drop`/`split` counts outside 0..len raise IndexError;
   `minimum`/`maximum`/`argmin`/`argmax` of an empty array raise ShapeError.
-- Float `//` and `%` by zero raise ZeroDivisionError in Python mode (numpy
-  reports them like the integer case; Python raises too).
+- Float `//` and `%` by zero give numpy's inf/nan (LANGUAGE.md); numpy warns
+  for them as for the integer case, so `python_semantics()` looks at the
+  operands of the operation that warned (see semantics.py).
 - `python_semantics()` changes the process-wide warning filters, so it is not
   thread-safe (like warnings.catch_warnings).
 """
