@@ -198,3 +198,23 @@ def test_caller_seterr_ignore_does_not_hide_zero_division():
                 np.int16(1) // np.int16(0)
     finally:
         np.seterr(**old)
+
+
+def test_zero_steps_and_negative_int_powers_raise_python_value_error():
+    """Python's own ValueError (not ShapeError), which compiled code raises too."""
+    xs = np.arange(4, dtype=np.int64)
+    pairs = ps.zip(xs, xs)
+    k = np.int64(0)
+    cases = [lambda: xs[::k], lambda: [x for x in xs][::k], lambda: pairs[::k],
+             lambda: [i for i in range(0, 4, k)],
+             lambda: np.int32(2) ** np.int32(-1), lambda: ps.pow(np.int64(2), np.int64(-3)),
+             lambda: ps.pow(np.int8(2), -1)]
+    for case in cases:
+        with pytest.raises(ValueError) as err:
+            with python_semantics():
+                case()
+        assert not isinstance(err.value, ps.ShapeError)
+    with python_semantics():
+        assert ps.pow(np.float64(2.0), np.float64(-1.0)) == 0.5
+        assert np.isnan(ps.pow(np.float64(-np.inf), 0.5))      # numpy.power, not `**`
+        assert np.float64(-np.inf) ** 0.5 == np.inf
