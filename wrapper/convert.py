@@ -129,6 +129,8 @@ def _from_ndarray(t: ScalarType, k: int, a: np.ndarray, where: Where, lenient: b
         raise TypeError(f"{where}: expected a rank-{k} array of {t}, got a rank-{a.ndim} array")
     if a.dtype == t.dtype:
         return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if lenient and a.size == 0 and a.dtype.kind in "biuf":
+        return np.zeros(a.shape, t.dtype)     # a result with no values: only its type was unknown
     if not _numpy_cast_ok(a.dtype, t, lenient):
         raise TypeError(f"{where}: expected an array of {t} ({t.dtype}), got an array of "
                         f"{a.dtype}; convert it with .astype(numpy.{t.dtype})")

@@ -163,3 +163,14 @@ def test_flatten_follows_flatten_stype_order():
                                                   for t in types]
     back = convert.unflatten_value(st, flat)
     assert all(np.array_equal(a, b) for a, b in zip(convert.flatten_value(st, back), flat))
+
+
+def test_an_empty_python_mode_result_of_another_dtype_takes_the_declared_one():
+    """Results only (lenient): no values, so nothing is lost; arguments stay strict."""
+    out = convert.output_from_value(arr(i32, 2), np.zeros((0, 3), np.float64))
+    assert out.dtype == np.int32 and out.shape == (0, 3)
+    assert convert.output_from_value(arr(b), np.zeros(0, np.float64)).dtype == np.bool_
+    with pytest.raises(TypeError, match="'xs'"):
+        convert.convert_arg(arr(i32), np.zeros(0, np.float64), "xs")
+    with pytest.raises(TypeError):
+        convert.output_from_value(arr(i32), np.array([1.5]))
