@@ -19,8 +19,22 @@ import numpy as np
 
 from ..errors import ShapeError
 from .build import as_array, collect, retype_empty, untyped_empty
-from .static import site_types
+from .static import argument_site, site_types
 from .tuple_array import TupleArray
+
+
+# what the translator emits where a list-valued argument starts: a comprehension
+# (Map), an array literal (ArrayLit), a call of a user function (Call)
+_LIST_MAKERS = ("Map", "ArrayLit", "Call")
+
+
+def _argument_typed(arr, xs, k):
+    """as_array(xs) for argument k; an empty Python list takes the type the
+    compiled program gives the argument expression (ps.array and ps.zip lower
+    to no statement of their own)."""
+    if untyped_empty(xs):
+        return retype_empty(arr, site_types(_LIST_MAKERS, site=argument_site(k)))
+    return arr
 
 
 def _typed(result, xs, kind):
@@ -236,12 +250,12 @@ def array(xs):
     """A numpy array (or TupleArray) from a possibly nested list; irregular -> ShapeError."""
     if isinstance(xs, (np.ndarray, TupleArray)):
         return as_array(xs).copy()
-    return collect(list(xs))
+    return _argument_typed(collect(list(xs)), xs, 0)
 
 
 def zip(xs, *more):
     """An array of tuples (x, y, ...); ShapeError if the lengths differ."""
-    arrays = [as_array(a).copy() for a in (xs,) + more]
+    arrays = [_argument_typed(as_array(a).copy(), a, k) for k, a in enumerate((xs,) + more)]
     n = len(arrays[0])
     for a in arrays[1:]:
         if len(a) != n:

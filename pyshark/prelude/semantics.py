@@ -24,12 +24,13 @@ import ast
 import contextlib
 import dis
 import functools
-import linecache
 import re
 import sys
 import warnings
 
 import numpy as np
+
+from .static import source_span
 
 ZERO_DIVISION_MESSAGE = r"divide by zero encountered in (scalar )?(floor_divide|remainder|divmod)"
 _ZERO_DIVISION_RE = re.compile(ZERO_DIVISION_MESSAGE, re.IGNORECASE)
@@ -52,19 +53,6 @@ def _warning_frame(filename, lineno):
 _OPERANDS: dict = {}
 
 
-def _source_span(filename, pos):
-    lines = linecache.getlines(filename)
-    if pos is None or None in pos or not lines or pos[1] > len(lines):
-        return None
-    l0, l1, c0, c1 = pos
-    chunk = [ln.encode("utf-8") for ln in lines[l0 - 1:l1]]
-    if len(chunk) == 1:
-        chunk[0] = chunk[0][c0:c1]
-    else:
-        chunk[0], chunk[-1] = chunk[0][c0:], chunk[-1][:c1]
-    return b"".join(chunk).decode("utf-8", errors="replace")
-
-
 def _operand_codes(code, lasti):
     """(left, right) compiled operand expressions of the `//` or `%` at lasti, or None."""
     key = (code, lasti)
@@ -74,7 +62,7 @@ def _operand_codes(code, lasti):
     try:
         ins = next((i for i in dis.get_instructions(code) if i.offset == lasti), None)
         if ins is not None and ins.opname == "BINARY_OP" and ins.argrepr in _DIVISIONS:
-            text = _source_span(code.co_filename, ins.positions)
+            text = source_span(code.co_filename, ins.positions)
             if text is not None:
                 found = _parse_operands(text, code.co_filename)
     except Exception:  # an unreadable source or an odd span: "unknown"

@@ -28,6 +28,7 @@ Without a table (a module imported and called directly) `site_types` says
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import contextlib
 import contextvars
@@ -65,25 +66,42 @@ def _user_frame():
 _POSITIONS: dict = {}
 
 
-def _start(code, lasti):
-    """(line, col in characters) where the expression at instruction lasti starts."""
+def _positions(code, lasti):
+    """co_positions() of the instruction at lasti: (line, end_line, col, end_col),
+    the columns in UTF-8 bytes."""
     positions = _POSITIONS.get(code)
     if positions is None:
         positions = _POSITIONS[code] = list(code.co_positions())
     k = lasti // 2
-    if not 0 <= k < len(positions):
+    if not 0 <= k < len(positions) or None in positions[k]:
         return None
-    line, _, col, _ = positions[k]
-    if line is None or col is None:
-        return None
-    text = linecache.getline(code.co_filename, line)
-    if not text.isascii():                  # co_positions counts UTF-8 bytes
-        col = len(text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
-    return line, col
+    return positions[k]
 
 
-def call_site():
-    """(table, line, col) of the prelude call being executed, or None."""
+def _chars(filename, line, col_bytes):
+    """A UTF-8 byte column of a source line as a character column (the IR's)."""
+    text = linecache.getline(filename, line)
+    if text.isascii():
+        return col_bytes
+    return len(text.encode("utf-8")[:col_bytes].decode("utf-8", errors="ignore"))
+
+
+def source_span(filename, pos):
+    """The source text of a co_positions() span, or None."""
+    lines = linecache.getlines(filename)
+    if pos is None or None in pos or not lines or pos[1] > len(lines):
+        return None
+    l0, l1, c0, c1 = pos
+    chunk = [ln.encode("utf-8") for ln in lines[l0 - 1:l1]]
+    if len(chunk) == 1:
+        chunk[0] = chunk[0][c0:c1]
+    else:
+        chunk[0], chunk[-1] = chunk[0][c0:], chunk[-1][:c1]
+    return b"".join(chunk).decode("utf-8", errors="replace")
+
+
+def _caller():
+    """(table, frame) for the prelude call being executed, or None."""
     tables = _ACTIVE.get()
     if not tables:
         return None
@@ -97,8 +115,45 @@ def call_site():
         table = table()
         if table is None:
             return None
-    where = _start(f.f_code, f.f_lasti)
-    return None if where is None else (table, *where)
+    return table, f
+
+
+def call_site():
+    """(table, line, col) where the prelude call being executed starts, or None."""
+    found = _caller()
+    if found is None:
+        return None
+    table, f = found
+    pos = _positions(f.f_code, f.f_lasti)
+    if pos is None:
+        return None
+    filename = f.f_code.co_filename
+    return table, pos[0], _chars(filename, pos[0], pos[2])
+
+
+def argument_site(k: int):
+    """(table, line, col) where argument k of the prelude call being executed
+    starts (for functions whose lowering emits nothing of its own, such as
+    `ps.array`), or None."""
+    found = _caller()
+    if found is None:
+        return None
+    table, f = found
+    filename = f.f_code.co_filename
+    pos = _positions(f.f_code, f.f_lasti)
+    text = source_span(filename, pos)
+    if text is None:
+        return None
+    try:
+        call = ast.parse("(" + text + "\n)", mode="eval").body
+    except SyntaxError:
+        return None
+    if not isinstance(call, ast.Call) or k >= len(call.args):
+        return None
+    arg = call.args[k]
+    line = pos[0] + arg.lineno - 1
+    col = arg.col_offset + (pos[2] - 1 if arg.lineno == 1 else 0)   # "(" was prepended
+    return table, line, _chars(filename, line, col)
 
 
 def site_types(kinds, lead: int = 0, drop: int = 0, site=None):
@@ -124,4 +179,4 @@ def site_types(kinds, lead: int = 0, drop: int = 0, site=None):
     return [(np.dtype(dt), rank - lead) for dt, rank in types]
 
 
-__all__ = ["active", "call_site", "site_types"]
+__all__ = ["active", "argument_site", "call_site", "site_types", "source_span"]

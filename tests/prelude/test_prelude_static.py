@@ -112,3 +112,19 @@ def test_site_table_of_a_translated_program():
     assert ("Map", ((I32, 1),)) in table[(4, 12)]
     assert ("Reduce", ((I32, 0),)) in table[(5, 11)]
     assert any(kind == "Map" for kind, _ in table[(5, 18)])          # the comprehension
+
+
+def listed(xs):
+    return ps.array(
+        [x for x in xs if x > 100])
+
+
+def test_ps_array_of_an_empty_comprehension_looks_at_its_argument():
+    xs = np.array([1], np.int64)
+    line = listed.__code__.co_firstlineno + 2
+    table = {(line, 8): [("Filter", ((np.dtype(np.int64).str, 1),)), ("Map", ((I32, 1),))],
+             (line - 1, 11): [("Index", ((F32, 0),))]}
+    with static.active(HERE, table):
+        got = listed(xs)
+    assert got.shape == (0,) and got.dtype == np.int32
+    assert listed(xs).dtype == np.float64

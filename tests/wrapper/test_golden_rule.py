@@ -126,3 +126,6 @@ def test_empty_comprehensions_passed_to_the_prelude(wrappers):
     same_everywhere(wrappers, "kept_arrays", [160, 300, 1],
                     want=(np.int16(460), np.int16(460), np.int16(460), np.int16(620)))
     same_everywhere(wrappers, "kept_take", [1], want=(np.uint16(0), np.uint16(0)))
+    same_everywhere(wrappers, "kept_take", [1, 300, 400], want=(np.uint16(0), np.uint16(700)))
+    same_everywhere(wrappers, "kept_array", [1, 2], want=tuple(np.int8(0) for _ in range(3)))
+    same_everywhere(wrappers, "kept_array", [1, 120], want=(np.int8(120), np.int8(120), np.int8(-16)))

@@ -107,3 +107,10 @@ def kept_arrays(xs: ps.Array[ps.i16]) -> tuple[ps.i16, ps.i16, ps.i16, ps.i16]:
 def kept_take(xs: ps.Array[ps.u16]) -> tuple[ps.u16, ps.u16]:
     big = [x for x in xs if x > 100]
     return (ps.sum(ps.take(0, big)), ps.sum(ps.copy(ps.drop(0, big))))
+
+
+@ps.entry
+def kept_array(xs: ps.Array[ps.i8]) -> tuple[ps.i8, ps.i8, ps.i8]:
+    a = ps.array([x for x in xs if x > 100])
+    b, c = ps.unzip(ps.zip([x for x in xs if x > 100], ps.array([ps.i8(2) * x for x in xs if x > 100])))
+    return (ps.sum(a), ps.sum(b), ps.sum(c))
