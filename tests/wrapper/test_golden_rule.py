@@ -129,3 +129,39 @@ def test_empty_comprehensions_passed_to_the_prelude(wrappers):
     same_everywhere(wrappers, "kept_take", [1, 300, 400], want=(np.uint16(0), np.uint16(700)))
     same_everywhere(wrappers, "kept_array", [1, 2], want=tuple(np.int8(0) for _ in range(3)))
     same_everywhere(wrappers, "kept_array", [1, 120], want=(np.int8(120), np.int8(120), np.int8(-16)))
+
+
+# -- class 3 -------------------------------------------------------------------------
+
+def test_ndarray_subclasses_are_plain_arrays_on_every_backend(wrappers):
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    same_everywhere(wrappers, "first_row_total", m, want=np.float64(3.0))
+    rec = np.rec.array([(1, 4.5), (2, 1.0)], dtype=[("lo", "i4"), ("hi", "f4")])
+    same_everywhere(wrappers, "spreads", rec, want=np.array([3.5, -1.0], np.float32))
+
+
+def test_masked_arrays_are_refused_on_every_backend(wrappers):
+    xs = np.ma.array([1.0, 100.0], mask=[False, True])
+    for w in wrappers.values():
+        with pytest.raises(TypeError, match="'xs'.*masked"):
+            w.masked_total(xs)
+    same_everywhere(wrappers, "masked_total", xs.filled(0.0), want=np.float64(1.0))
+
+
+def test_structured_record_arrays_match_by_name_on_every_backend(wrappers):
+    swapped = np.array([(4.5, 1), (1.0, 2)], dtype=[("hi", "f4"), ("lo", "i4")])
+    same_everywhere(wrappers, "spreads", swapped, want=np.array([3.5, -1.0], np.float32))
+    other = np.array([(1, 4.5)], dtype=[("a", "i4"), ("b", "f4")])
+    for w in wrappers.values():
+        with pytest.raises(TypeError, match="'ps_'.*lo, hi"):
+            w.spreads(other)
+
+
+def test_a_huge_python_int_for_a_float_parameter(wrappers):
+    for w in wrappers.values():
+        with pytest.raises(OverflowError, match="'x'.*too large"):
+            w.scaled(10 ** 400, 1.0)
+        with pytest.raises(OverflowError, match="'y'.*too large"):
+            w.scaled(1.0, -10 ** 400)
+    same_everywhere(wrappers, "scaled", 2 ** 64, 10 ** 39,
+                    want=(np.float64(2.0 ** 65), np.float32(np.inf)))

@@ -114,3 +114,25 @@ def kept_array(xs: ps.Array[ps.i8]) -> tuple[ps.i8, ps.i8, ps.i8]:
     a = ps.array([x for x in xs if x > 100])
     b, c = ps.unzip(ps.zip([x for x in xs if x > 100], ps.array([ps.i8(2) * x for x in xs if x > 100])))
     return (ps.sum(a), ps.sum(b), ps.sum(c))
+
+
+# -- class 3: inputs ----------------------------------------------------------------------
+
+@ps.entry
+def first_row_total(xss: ps.Array[ps.Array[ps.f64]]) -> ps.f64:
+    return ps.sum(xss[0])
+
+
+@ps.entry
+def masked_total(xs: ps.Array[ps.f64]) -> ps.f64:
+    return ps.sum(xs)
+
+
+@ps.entry
+def spreads(ps_: ps.Array[Pair]) -> ps.Array[ps.f32]:
+    return ps.map(lambda p: p.hi - ps.f32(p.lo), ps_)
+
+
+@ps.entry
+def scaled(x: ps.f64, y: ps.f32) -> tuple[ps.f64, ps.f32]:
+    return (x * 2.0, y * 2.0)
