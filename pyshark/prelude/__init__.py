@@ -6,9 +6,11 @@ Note that `map filter zip all any sum min max abs round` shadow the builtins
 of the same name when imported with `from pyshark.prelude import ...`.
 
 Decisions where LANGUAGE.md is silent (each also noted where it is made):
-- Empty results get their element type as described in `build` (named
-  function's annotation, else one bounded probe call on zero values, else
-  float64 rank 1); a weak neutral element of reduce/scan/reduce_by_index takes
+- Empty results get their element type as described in `build`: a named
+  function's annotation, else the compiled program's type when the module
+  runs through the Wrapper (`static`: the site table of the translated
+  module), else bounded probe calls on made-up values (0, 1, -1), else
+  float64 rank 1; a weak neutral element of reduce/scan/reduce_by_index takes
   the element type of the array.
 - `all`/`any` evaluate the predicate on every element (no short-circuit), as
   a parallel backend does; an error in any element is raised.
