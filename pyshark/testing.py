@@ -32,7 +32,7 @@ __all__ = ["assert_close", "Case", "Outcome", "CaseResult", "RAISES", "load_case
 DEFAULT_TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
 
 RAISES = {"IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError,
-          "AssertionError": AssertionError, "ShapeError": ShapeError}
+          "AssertionError": AssertionError, "ShapeError": ShapeError, "ValueError": ValueError}
 
 
 # ---------------------------------------------------------------------------

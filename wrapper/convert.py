@@ -70,9 +70,46 @@ def fields_of(st: STuple | SRecord) -> list[tuple[str, SType]]:
 # Scalars
 
 
+def _plain(value, where: Where):
+    """An ndarray subclass as the plain ndarray it views (np.matrix, np.recarray,
+    np.memmap, ...: compiled code sees only the data, so Python mode must too);
+    a masked array is refused, since compiled code would ignore its mask."""
+    if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
+        if isinstance(value, np.ma.MaskedArray):
+            raise TypeError(f"{where}: masked arrays are not accepted (compiled code would "
+                            f"ignore the mask); pass a plain array, e.g. value.filled(...) "
+                            f"or value.compressed()")
+        return np.asarray(value)
+    return value
+
+
+def _refuse_masked(value, where: Where) -> None:
+    """TypeError if a (nested) list holds a masked array or numpy.ma.masked."""
+    if isinstance(value, np.ma.MaskedArray):
+        _plain(value, where)
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            if isinstance(item, (list, tuple, np.ma.MaskedArray)):
+                _refuse_masked(item, where)
+
+
+def _digits(v: int) -> str:
+    s = str(v)
+    return s if len(s) <= 24 else f"{s[:10]}... ({len(s.lstrip('-'))} digits)"
+
+
+def _as_float(x, t: ScalarType, where: Where) -> float:
+    try:
+        return float(x)
+    except OverflowError:           # a Python int beyond every float
+        raise OverflowError(f"{where}: the integer {_digits(x)} is too large for a float "
+                            f"({t})") from None
+
+
 def convert_scalar(t: ScalarType, v, where, *, lenient: bool = False):
     """A Python/numpy scalar -> numpy scalar of type t, range-checked."""
     where = _where(where)
+    v = _plain(v, where)
     if isinstance(v, np.ndarray) and v.ndim == 0 and v.dtype.names is None:
         v = v[()]
     is_bool = isinstance(v, (bool, np.bool_))
@@ -91,6 +128,8 @@ def convert_scalar(t: ScalarType, v, where, *, lenient: bool = False):
             return t.numpy_type(iv)
         raise TypeError(f"{where}: expected {t}, got {_tname(v)}")
     if isinstance(v, (int, float, np.integer, np.floating)):
+        if isinstance(v, int):
+            v = _as_float(v, t, where)
         with np.errstate(over="ignore"):
             return t.numpy_type(v)
     raise TypeError(f"{where}: expected {t}, got {_tname(v)}")
@@ -129,6 +168,8 @@ def _from_ndarray(t: ScalarType, k: int, a: np.ndarray, where: Where, lenient: b
         raise TypeError(f"{where}: expected a rank-{k} array of {t}, got a rank-{a.ndim} array")
     if a.dtype == t.dtype:
         return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+    if lenient and a.size == 0 and a.dtype.kind in "biuf":
+        return np.zeros(a.shape, t.dtype)     # a result with no values: only its type was unknown
     if not _numpy_cast_ok(a.dtype, t, lenient):
         raise TypeError(f"{where}: expected an array of {t} ({t.dtype}), got an array of "
                         f"{a.dtype}; convert it with .astype(numpy.{t.dtype})")
@@ -144,6 +185,7 @@ def _pad_empty(a: np.ndarray, k: int) -> np.ndarray:
 
 
 def _from_list(t: ScalarType, k: int, value, where: Where, lenient: bool):
+    _refuse_masked(value, where)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -162,8 +204,13 @@ def _from_list(t: ScalarType, k: int, value, where: Where, lenient: bool):
     kind = a.dtype.kind
     if kind == "O":
         flat = a.ravel().tolist()
+        numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in flat)
         if t.is_int and all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
             raise OverflowError(f"{where}: an element does not fit {t}")
+        if t.is_float and numbers:      # Python ints beyond int64 for a float array
+            floats = np.array([_as_float(x, t, where) for x in flat], np.float64).reshape(a.shape)
+            with np.errstate(over="ignore"):
+                return np.ascontiguousarray(floats.astype(t.dtype))
         raise TypeError(f"{where}: expected an array of {t}, got a list with elements of "
                         f"type {', '.join(sorted({type(x).__name__ for x in flat}))}")
     ok = (kind == "b" and t is BOOL) or (kind in "iu" and t is not BOOL) or (kind == "f" and t.is_float)
@@ -233,12 +280,9 @@ def _struct_array(st: SArray, k: int, base, value, where: Where, lenient: bool):
         if value.ndim != k:
             raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-"
                             f"{value.ndim} structured array")
-        names = value.dtype.names
-        if len(names) != len(fields):
-            raise TypeError(f"{where}: expected {len(fields)} fields per element ({base!r}), "
-                            f"got a structured array with {len(names)} fields")
-        return tuple(convert_value(lift(ft, k), value[names[i]], where.sub(f".{fn}"), lenient=lenient)
-                     for i, (fn, ft) in enumerate(fields))
+        order = _field_order(base, value.dtype.names, where, "a structured array")
+        return tuple(convert_value(lift(ft, k), value[name], where.sub(f".{fn}"), lenient=lenient)
+                     for name, (fn, ft) in zip(order, fields))
     if _is_tuple_array(value):
         if len(value.fields) != len(fields):
             raise TypeError(f"{where}: expected {len(fields)} fields per element ({base!r}), "
@@ -246,8 +290,14 @@ def _struct_array(st: SArray, k: int, base, value, where: Where, lenient: bool):
         rank = getattr(value, "rank", k)
         if rank != k:
             raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-{rank} TupleArray")
+        columns = value.fields
+        names = getattr(getattr(value, "make", None), "_fields", None)
+        if names is not None:
+            by_name = dict(zip(names, columns))
+            order = _field_order(base, tuple(names), where, f"a TupleArray of {value.make.__name__}")
+            columns = [by_name[name] for name in order]
         return tuple(convert_value(lift(ft, k), f, where.sub(f".{fn}"), lenient=lenient)
-                     for f, (fn, ft) in zip(value.fields, fields))
+                     for f, (fn, ft) in zip(columns, fields))
     if not isinstance(value, (list, tuple)) or _is_record_like(value):
         raise TypeError(f"{where}: expected a rank-{k} array of {base!r} (a structured array "
                         f"or a list of tuples), got {_tname(value)}")
@@ -262,23 +312,43 @@ def _struct_array(st: SArray, k: int, base, value, where: Where, lenient: bool):
 
 def _element_fields(base, item, where: Where) -> list:
     if isinstance(item, np.void) and item.dtype.names is not None:
-        item = [item[i] for i in range(len(item.dtype.names))]
+        return _field_values(base, item, where)
     if not isinstance(item, (list, tuple)):
         raise TypeError(f"{where}: expected elements of type {base!r} (tuples or lists), "
                         f"got {_tname(item)}")
-    _check_fields(base, item, where)
-    return list(item)
+    return _field_values(base, item, where)
 
 
-def _check_fields(st, v, where: Where) -> None:
+def _field_order(st, names: tuple, where: Where, what: str) -> tuple:
+    """The names of a named value (structured array, NamedTuple, ...) to read, in
+    the order of st's fields. A record matches by name: the value's names must
+    be the record's, in any order. A tuple has no names: by position."""
+    if isinstance(st, SRecord):
+        if sorted(names) != sorted(st.field_names):
+            raise TypeError(f"{where}: expected a {st.name} record with fields "
+                            f"{', '.join(st.field_names)} (in any order), got {what} with "
+                            f"fields {', '.join(names)}")
+        return st.field_names
+    if len(names) != len(st.elems):
+        raise TypeError(f"{where}: expected {len(st.elems)} values for {st!r}, got {what} "
+                        f"with {len(names)} fields")
+    return tuple(names)
+
+
+def _field_values(st, v, where: Where) -> list:
+    """The values of a tuple/record value v in st's field order: by name where v
+    has names (NamedTuple instances, numpy structured scalars), else by position."""
+    if isinstance(v, np.void) and v.dtype.names is not None:
+        order = _field_order(st, v.dtype.names, where, "a structured value")
+        return [v[name] for name in order]
     n = len(st.field_names) if isinstance(st, SRecord) else len(st.elems)
     if len(v) != n:
         raise TypeError(f"{where}: expected {n} values for {st!r}, got {len(v)}")
     names = getattr(type(v), "_fields", None)
-    if isinstance(st, SRecord) and names is not None and tuple(names) != st.field_names:
-        raise TypeError(f"{where}: expected a {st.name} record with fields "
-                        f"{', '.join(st.field_names)}, got {type(v).__name__} with fields "
-                        f"{', '.join(names)}")
+    if isinstance(st, SRecord) and names is not None:
+        order = _field_order(st, tuple(names), where, type(v).__name__)
+        return [getattr(v, name) for name in order]
+    return list(v)
 
 
 # ---------------------------------------------------------------------------
@@ -292,15 +362,15 @@ def convert_value(st: SType, value, where, *, lenient: bool = False):
     accepts same-kind numpy casts, range-checked.
     """
     where = _where(where)
+    value = _plain(value, where)
     if isinstance(st, SScalar):
         return convert_scalar(st.t, value, where, lenient=lenient)
     if isinstance(st, (STuple, SRecord)):
-        if isinstance(value, np.void) and value.dtype.names is not None:
-            value = [value[i] for i in range(len(value.dtype.names))]
-        if not isinstance(value, (tuple, list)):
+        if not isinstance(value, (tuple, list)) and not (
+                isinstance(value, np.void) and value.dtype.names is not None):
             kind = "record" if isinstance(st, SRecord) else "tuple"
             raise TypeError(f"{where}: expected a {kind} {st!r}, got {_tname(value)}")
-        _check_fields(st, value, where)
+        value = _field_values(st, value, where)
         if isinstance(st, SRecord):
             return tuple(convert_value(ft, v, where.sub(f".{fn}"), lenient=lenient)
                          for (fn, ft), v in zip(st.fields, value))

@@ -7,11 +7,18 @@ module from its file under a unique name. Arguments become prelude values
 (numpy scalars and arrays of the declared dtype, TupleArray for arrays of
 tuples/records, the module's own record classes); results (Python lists,
 Python numbers, TupleArrays) are normalised to the common output format.
+
+The artifact also keeps the translated core IR (pickled, as the core backend
+does): while an entry runs, its *site table* (`site_table`: the result types
+of the Lets at each source position) is active for the module's file, so an
+empty result in Python mode gets the type the compiled program gives it
+rather than a guess (pyshark/prelude/static.py).
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import pickle
 import shutil
 import sys
 from pathlib import Path
@@ -23,6 +30,24 @@ from .artifacts import source_hash
 from .backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 MODULE_FILE = "module.py"
+PROGRAM_FILE = "program.pickle"
+
+
+def site_table(program) -> dict:
+    """{(line, col): [(Exp class name, ((dtype str, rank), ...)), ...]} for every
+    Let of the program (nested bodies too), in emission order: the types the
+    compiled program gives what is computed at each source position."""
+    from pyshark.core.traverse import iter_stms
+    from pyshark.core.types import ScalarType
+    table: dict = {}
+    for fun in program.functions.values():
+        for stm in iter_stms(fun.body):
+            if stm.loc is None or not stm.pat:
+                continue
+            types = tuple((t.dtype.str, 0) if isinstance(t, ScalarType) else (t.elem.dtype.str, t.rank)
+                          for t in (v.type for v in stm.pat))
+            table.setdefault((stm.loc.line, stm.loc.col), []).append((type(stm.exp).__name__, types))
+    return table
 
 
 def import_module_file(path: Path, text_hash: str):
@@ -44,10 +69,22 @@ def import_module_file(path: Path, text_hash: str):
 
 
 class PythonModule(LoadedModule):
-    def __init__(self, module, entries, source):
+    def __init__(self, module, entries, source, program_file: Path | None = None):
         super().__init__(entries, source)
         self.module = module
         self._records: dict = {}
+        self._program_file = program_file
+        self._sites = None
+
+    def site_table(self) -> dict | None:
+        """The module's site table, read from the artifact on first use."""
+        if self._sites is None and self._program_file is not None:
+            try:
+                program = pickle.loads(Path(self._program_file).read_bytes())
+                self._sites = site_table(program)
+            except (OSError, pickle.UnpicklingError, AttributeError, EOFError):
+                self._program_file = None     # no static types: Python mode guesses
+        return self._sites
 
     def record_class(self, rec: SRecord) -> type:
         """The module's own NamedTuple class for `rec`, else a generated one."""
@@ -80,10 +117,11 @@ class PythonModule(LoadedModule):
 
     def call(self, name: str, canon_args: list):
         from pyshark.prelude import python_semantics
+        from pyshark.prelude.static import active
         entry = self.entries[name]
         fn = getattr(self.module, name)
         args = [self.to_prelude(p.stype, a) for p, a in zip(entry.params, canon_args)]
-        with python_semantics():
+        with python_semantics(), active(self.module.__file__, self.site_table):
             result = fn(*args)
         return convert.output_from_value(entry.ret, result,
                                          convert.Where("result of entry", name),
@@ -98,7 +136,9 @@ class PythonBackend(Backend):
         program = translate_and_check(path, check=False)
         # A copy of the source makes a `pyshark build` output self-contained.
         shutil.copyfile(path, Path(directory) / MODULE_FILE)
-        return program, {"module": MODULE_FILE}
+        (Path(directory) / PROGRAM_FILE).write_bytes(
+            pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
+        return program, {"module": MODULE_FILE, "program": PROGRAM_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         h = manifest["source_hash"]
@@ -106,5 +146,7 @@ class PythonBackend(Backend):
         if source_path is None or source_hash(Path(source_path).read_text()) != h:
             source_path = Path(directory) / manifest["files"]["module"]
         module = import_module_file(source_path, h)
-        return PythonModule(module, entries_from_manifest(manifest), manifest["source"])
+        program = manifest["files"].get("program")
+        return PythonModule(module, entries_from_manifest(manifest), manifest["source"],
+                            Path(directory) / program if program else None)
 

@@ -31,7 +31,7 @@ _ANY = "any"
 
 BINOP_KINDS = {
     "add": _NUM, "sub": _NUM, "mul": _NUM, "div": _FLOAT, "floordiv": _NUM,
-    "mod": _NUM, "pow": _NUM, "band": _INTBOOL, "bor": _INTBOOL, "bxor": _INTBOOL,
+    "mod": _NUM, "pow": _NUM, "power": _NUM, "band": _INTBOOL, "bor": _INTBOOL, "bxor": _INTBOOL,
     "shl": _INT, "shr": _INT, "land": _BOOL, "lor": _BOOL, "min": _ANY, "max": _ANY,
     "atan2": _FLOAT, "eq": _ANY, "ne": _ANY, "lt": _ANY, "le": _ANY, "gt": _ANY,
     "ge": _ANY,

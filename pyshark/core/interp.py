@@ -110,6 +110,12 @@ def _int_pow(x, y, loc):
     return x ** y
 
 
+def _float_power(x, y, loc):
+    # numpy.power itself, on the numpy scalars: the same function Python mode's
+    # ps.pow calls, fast paths included (an exponent of 0.5 is sqrt)
+    return np.power(x, y)
+
+
 def _plain(f):
     return lambda x, y, loc: f(x, y)
 
@@ -125,9 +131,10 @@ _BIN_COMMON = {
     "eq": _plain(operator.eq), "ne": _plain(operator.ne), "lt": _plain(operator.lt),
     "le": _plain(operator.le), "gt": _plain(operator.gt), "ge": _plain(operator.ge),
 }
-_BIN_INT = dict(_BIN_COMMON, floordiv=_int_floordiv, mod=_int_mod, pow=_int_pow)
+_BIN_INT = dict(_BIN_COMMON, floordiv=_int_floordiv, mod=_int_mod, pow=_int_pow,
+                power=_int_pow)
 _BIN_FLOAT = dict(_BIN_COMMON, floordiv=_plain(operator.floordiv), mod=_plain(operator.mod),
-                  pow=_plain(operator.pow))
+                  pow=_plain(operator.pow), power=_float_power)
 
 _UN = {
     "neg": operator.neg, "not": lambda x: np.bool_(not x), "bnot": operator.invert,
@@ -262,7 +269,8 @@ def _h_loop(it: I, e: ir.Loop, env, loc):
 
 
 _ERRORS = {"AssertionError": AssertionError, "IndexError": IndexError,
-           "ZeroDivisionError": ZeroDivisionError, "ShapeError": ShapeError}
+           "ZeroDivisionError": ZeroDivisionError, "ShapeError": ShapeError,
+           "ValueError": ValueError}
 
 
 def _h_assert(it: I, e: ir.Assert, env, loc):
@@ -293,7 +301,7 @@ def _h_slice(it: I, e: ir.Slice, env, loc):
             parts = [None if a is None else int(it.atom(a, env))
                      for a in (dim.start, dim.stop, dim.step)]
             if parts[2] == 0:
-                raise ShapeError(f"slice step cannot be zero{_at(loc)}")
+                raise ValueError(f"slice step cannot be zero{_at(loc)}")
             key.append(slice(*parts))
         else:
             key.append(_norm_index(it.atom(dim, env), arr.shape[d], True, loc, d))

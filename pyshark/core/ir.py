@@ -70,7 +70,12 @@ Atom = Union[Var, Const]
 #   div                 floats only (the translator converts ints to f64 first)
 #   floordiv mod        Python floor semantics; ints raise ZeroDivisionError
 #                       on a zero divisor; floats follow numpy
-#   pow                 ints wrap (non-negative exponent), floats numpy.power
+#   pow                 `x ** y`: ints wrap, a negative exponent raises ValueError
+#                       (numpy); floats are numpy's scalar `**` (C pow)
+#   power               `ps.pow(x, y)`, i.e. numpy.power: ints as pow; floats as
+#                       pow except that an exponent of exactly 0.5 is sqrt(x)
+#                       (numpy's fast path: power(-inf, 0.5) is nan, power(-0.0,
+#                       0.5) is -0.0, where C pow gives inf and 0.0)
 #   band bor bxor       ints and bool
 #   shl shr             ints (shr is arithmetic for signed types)
 #   land lor            bool only (both operands are already evaluated)
@@ -78,7 +83,7 @@ Atom = Union[Var, Const]
 #   atan2               floats (numpy.arctan2(x, y) with x the first operand)
 #   eq ne lt le gt ge   any scalar type -> bool (IEEE: NaN compares unequal)
 BINOPS = frozenset({
-    "add", "sub", "mul", "div", "floordiv", "mod", "pow",
+    "add", "sub", "mul", "div", "floordiv", "mod", "pow", "power",
     "band", "bor", "bxor", "shl", "shr", "land", "lor",
     "min", "max", "atan2",
     "eq", "ne", "lt", "le", "gt", "ge",
@@ -203,14 +208,16 @@ class Assert:
     """Raises `error(msg)` unless `cond` holds. Binds no names.
 
     `error` is one of ERROR_KINDS. The translator uses it for user asserts and
-    for checks it inserts itself (length mismatch, head of an empty array).
+    for checks it inserts itself (length mismatch, head of an empty array, a
+    zero `range` step: ValueError, as Python raises).
     """
     cond: Atom
     msg: str
     error: str = "AssertionError"
 
 
-ERROR_KINDS = frozenset({"AssertionError", "IndexError", "ZeroDivisionError", "ShapeError"})
+ERROR_KINDS = frozenset({"AssertionError", "IndexError", "ZeroDivisionError", "ShapeError",
+                         "ValueError"})
 
 
 # ---------------------------------------------------------------------------
@@ -222,7 +229,8 @@ class SliceDim:
     """Python slice start:stop:step on one dimension; None means omitted.
 
     Bounds are clamped as Python does; step must not be zero (a zero step
-    raises ShapeError -- the translator rejects a constant zero).
+    raises ValueError, as Python and numpy do -- the translator rejects a
+    constant zero).
     """
     start: Optional[Atom]
     stop: Optional[Atom]

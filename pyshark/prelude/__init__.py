@@ -6,9 +6,11 @@ Note that `map filter zip all any sum min max abs round` shadow the builtins
 of the same name when imported with `from pyshark.prelude import ...`.
 
 Decisions where LANGUAGE.md is silent (each also noted where it is made):
-- Empty results get their element type as described in `build` (named
-  function's annotation, else one bounded probe call on zero values, else
-  float64 rank 1); a weak neutral element of reduce/scan/reduce_by_index takes
+- Empty results get their element type as described in `build`: a named
+  function's annotation, else the compiled program's type when the module
+  runs through the Wrapper (`static`: the site table of the translated
+  module), else bounded probe calls on made-up values (0, 1, -1), else
+  float64 rank 1; a weak neutral element of reduce/scan/reduce_by_index takes
   the element type of the array.
 - `all`/`any` evaluate the predicate on every element (no short-circuit), as
   a parallel backend does; an error in any element is raised.
@@ -16,8 +18,9 @@ Decisions where LANGUAGE.md is silent (each also noted where it is made):
 - Negative counts for `iota`/`replicate`/`tabulate_2d` raise ShapeError;
   `take`/`drop`/`split` counts outside 0..len raise IndexError;
   `minimum`/`maximum`/`argmin`/`argmax` of an empty array raise ShapeError.
-- Float `//` and `%` by zero raise ZeroDivisionError in Python mode (numpy
-  reports them like the integer case; Python raises too).
+- Float `//` and `%` by zero give numpy's inf/nan (LANGUAGE.md); numpy warns
+  for them as for the integer case, so `python_semantics()` looks at the
+  operands of the operation that warned (see semantics.py).
 - `python_semantics()` changes the process-wide warning filters, so it is not
   thread-safe (like warnings.catch_warnings).
 """

@@ -18,8 +18,31 @@ import operator
 import numpy as np
 
 from ..errors import ShapeError
-from .build import as_array, collect
+from .build import as_array, collect, retype_empty, untyped_empty
+from .static import argument_site, site_types
 from .tuple_array import TupleArray
+
+
+# what the translator emits where a list-valued argument starts: a comprehension
+# (Map), an array literal (ArrayLit), a call of a user function (Call)
+_LIST_MAKERS = ("Map", "ArrayLit", "Call")
+
+
+def _argument_typed(arr, xs, k):
+    """as_array(xs) for argument k; an empty Python list takes the type the
+    compiled program gives the argument expression (ps.array and ps.zip lower
+    to no statement of their own)."""
+    if untyped_empty(xs):
+        return retype_empty(arr, site_types(_LIST_MAKERS, site=argument_site(k)))
+    return arr
+
+
+def _typed(result, xs, kind):
+    """result, or, when xs is an empty Python list (no element type in Python
+    mode), result with the type the compiled program gives it (static.py)."""
+    if untyped_empty(xs):
+        return retype_empty(result, site_types((kind,)))
+    return result
 
 
 def _count(n, what):
@@ -51,6 +74,8 @@ def replicate(n, x):
         return np.full(n, x, dtype=x.dtype)
     if isinstance(x, tuple):
         return TupleArray([replicate(n, v) for v in x], type(x) if type(x) is not tuple else tuple, 1)
+    if untyped_empty(x):
+        return _typed(np.broadcast_to(as_array(x), (n,) + as_array(x).shape).copy(), x, "Replicate")
     arr = as_array(x)
     if isinstance(arr, TupleArray):
         return TupleArray([replicate(n, f) for f in arr.fields], arr.make, arr.rank + 1)
@@ -101,13 +126,13 @@ def _split_count(n, xs, what):
 def take(n, xs):
     """The first n elements (0 <= n <= len(xs), else IndexError)."""
     arr = as_array(xs)
-    return _copy(arr[:_split_count(n, arr, "take")])
+    return _typed(_copy(arr[:_split_count(n, arr, "take")]), xs, "Slice")
 
 
 def drop(n, xs):
     """All but the first n elements (0 <= n <= len(xs), else IndexError)."""
     arr = as_array(xs)
-    return _copy(arr[_split_count(n, arr, "drop"):])
+    return _typed(_copy(arr[_split_count(n, arr, "drop"):]), xs, "Slice")
 
 
 def split(n, xs):
@@ -117,7 +142,7 @@ def split(n, xs):
 
 def reverse(xs):
     """The elements in reverse order."""
-    return _copy(as_array(xs)[::-1])
+    return _typed(_copy(as_array(xs)[::-1]), xs, "Slice")
 
 
 def _concat_fields(parts):
@@ -145,7 +170,7 @@ def concat(xs, *more):
     given = (xs,) + more
     parts = [as_array(a) for a in given if not (isinstance(a, list) and len(a) == 0)]
     if not parts:
-        return as_array([])
+        return retype_empty(as_array([]), site_types(("Concat",)))
     return _concat_fields(parts)
 
 
@@ -154,7 +179,7 @@ def rotate(r, xs):
     arr = as_array(xs)
     n = len(arr)
     if n == 0:
-        return _copy(arr)
+        return _typed(_copy(arr), xs, "Rotate")
     shift = operator.index(r) % n
     return arr[(np.arange(n) + shift) % n]
 
@@ -170,9 +195,9 @@ def transpose(xss):
     arr = as_array(xss)
     if arr.ndim < 2:
         if isinstance(arr, np.ndarray) and arr.size == 0:
-            return np.empty((0, 0), dtype=arr.dtype)
+            return _typed(np.empty((0, 0), dtype=arr.dtype), xss, "Transpose")
         raise TypeError("transpose needs an array of rank >= 2")
-    return _swap01(arr)
+    return _typed(_swap01(arr), xss, "Transpose")
 
 
 def _reshape_lead(a, k, lead):
@@ -187,10 +212,10 @@ def flatten(xss):
     arr = as_array(xss)
     if arr.ndim < 2:
         if isinstance(arr, np.ndarray) and arr.size == 0:
-            return arr.copy()
+            return _typed(arr.copy(), xss, "Reshape")
         raise TypeError("flatten needs an array of rank >= 2")
     n, m = arr.shape[0], arr.shape[1]
-    return _reshape_lead(arr, 2, (n * m,))
+    return _typed(_reshape_lead(arr, 2, (n * m,)), xss, "Reshape")
 
 
 def unflatten(n, m, xs):
@@ -199,13 +224,13 @@ def unflatten(n, m, xs):
     arr = as_array(xs)
     if n < 0 or m < 0 or n * m != len(arr):
         raise ShapeError(f"unflatten: cannot make {n} x {m} from {len(arr)} elements")
-    return _reshape_lead(arr, 1, (n, m))
+    return _typed(_reshape_lead(arr, 1, (n, m)), xs, "Reshape")
 
 
 def copy(xs):
     """A fresh copy of an array (scalars and tuples are values already)."""
     if isinstance(xs, (np.ndarray, TupleArray, list)):
-        return as_array(xs).copy()
+        return _typed(as_array(xs).copy(), xs, "Copy")
     return xs
 
 
@@ -225,12 +250,12 @@ def array(xs):
     """A numpy array (or TupleArray) from a possibly nested list; irregular -> ShapeError."""
     if isinstance(xs, (np.ndarray, TupleArray)):
         return as_array(xs).copy()
-    return collect(list(xs))
+    return _argument_typed(collect(list(xs)), xs, 0)
 
 
 def zip(xs, *more):
     """An array of tuples (x, y, ...); ShapeError if the lengths differ."""
-    arrays = [as_array(a).copy() for a in (xs,) + more]
+    arrays = [_argument_typed(as_array(a).copy(), a, k) for k, a in enumerate((xs,) + more)]
     n = len(arrays[0])
     for a in arrays[1:]:
         if len(a) != n:
@@ -253,15 +278,26 @@ def _numeric(xs, what):
     return arr
 
 
+def _numeric_typed(xs, what):
+    """_numeric; an empty Python list takes the element type of the compiled
+    program's reduction (its Reduce's result is one element)."""
+    arr = _numeric(xs, what)
+    if untyped_empty(xs):
+        flat = site_types(("Reduce",))
+        if flat is not None and len(flat) == 1 and flat[0][1] == arr.ndim - 1:
+            arr = arr.astype(flat[0][0])
+    return arr
+
+
 def sum(xs):
     """The sum in the element type (integers wrap); 0 for an empty array."""
-    arr = _numeric(xs, "sum")
+    arr = _numeric_typed(xs, "sum")
     return np.sum(arr, axis=0, dtype=arr.dtype)
 
 
 def product(xs):
     """The product in the element type (integers wrap); 1 for an empty array."""
-    arr = _numeric(xs, "product")
+    arr = _numeric_typed(xs, "product")
     return np.prod(arr, axis=0, dtype=arr.dtype)
 
 

@@ -14,12 +14,22 @@ Rules (the prelude's reference semantics):
 * Empty results take their element type, in this order, from
   1. the return annotation of a named function (typing.get_type_hints; an
      `Array[...]` return adds dimensions of size 0),
-  2. calling the function once on zero values of the inputs' element types
-     (and, if that result still holds untyped Python scalars, once more on
-     ones), with any exception meaning "no answer" and a bound on the number
-     of executed lines so that a loop that never ends on those values cannot
-     hang the probe,
-  3. float64 of rank 1.
+  2. the type the compiled program gives the call's result, when the module
+     was translated (entries called through the Wrapper's python backend; see
+     static.py). It is exact; when it has several flat values (tuples,
+     records) their nesting and record classes come from the probe below
+     when it answers with the same number of values, else they form one
+     plain tuple,
+  3. calling the function on made-up values of the inputs' element types:
+     zeros, then ones, then minus ones (signed and float elements), until a
+     result holds only typed (numpy) scalars, with any exception meaning "no
+     answer" and a bound on the number of executed lines so that a loop that
+     never ends on those values cannot hang the probe. A function that fails
+     on every made-up value (`lambda i: xs[i + 1] - xs[i]` when `xs` has one
+     element) gives no answer, and
+  4. float64 of rank 1.
+  So a module called directly (without the Wrapper) can only guess in step 3
+  and 4; through the Wrapper every empty result has the compiled type.
 """
 from __future__ import annotations
 
@@ -268,6 +278,33 @@ def _stack_tuple_arrays(arrays):
     return TupleArray(fields, first.make, first.rank + 1)
 
 
+def untyped_empty(xs) -> bool:
+    """True for a Python list with no element at all (`[]`, `[[], []]`): in Python
+    mode an empty comprehension or literal, which has no element type of its own."""
+    return isinstance(xs, list) and builtins.all(untyped_empty(x) for x in xs)
+
+
+def retype_empty(result, flat):
+    """An empty array result (ndarray or TupleArray) of the compiled program's
+    flat result types [(dtype, rank), ...] (outer dimensions included)."""
+    if flat is None or not isinstance(result, (np.ndarray, TupleArray)) or _size(result) != 0:
+        return result
+    if len(flat) == 1 and isinstance(result, np.ndarray):
+        dtype, rank = flat[0]
+        shape = result.shape if result.ndim == rank else (0,) * rank
+        return np.zeros(shape, dtype)
+    if builtins.any(rank < 1 for _, rank in flat):
+        return result
+    return empty_from_template(template_from_flat([(d, r - 1) for d, r in flat]), (0,))
+
+
+def _size(arr):
+    n = 1
+    for d in arr.shape:
+        n *= d
+    return n
+
+
 def as_array(xs):
     """A numpy array or TupleArray for an array value (lists are converted)."""
     if isinstance(xs, (np.ndarray, TupleArray)):
@@ -331,19 +368,70 @@ def _probe(fn, args):
         return None
 
 
-def result_template(fn, arg_templates):
-    """The element type fn returns for elements of the given types (or F64)."""
+def _probe_values(arg_templates):
+    """The made-up values the probe tries: 0, 1, and -1 where every leaf can hold it."""
+    values = [0, 1]
+    if builtins.all(builtins.all(d.kind in "if" for d in _leaf_dtypes(t)) for t in arg_templates):
+        values.append(-1)
+    return values
+
+
+def _leaf_dtypes(tpl):
+    if tpl.is_tuple:
+        return [d for f in tpl.fields for d in _leaf_dtypes(f)]
+    return [tpl.dtype]
+
+
+def probe_template(fn, arg_templates):
+    """The element type fn returns when called on made-up values, or None."""
+    if arg_templates is None or not builtins.all(t is not None for t in arg_templates):
+        return None
+    first = None
+    for value in _probe_values(arg_templates):
+        got = _probe(fn, [value_from_template(t, value) for t in arg_templates])
+        if got is not None and got.fully_typed():
+            return got
+        if first is None:
+            first = got
+    return first
+
+
+def _leaf(dtype, rank):
+    return Template(dtype, inner=(0,) * rank)
+
+
+def _count_leaves(tpl):
+    return builtins.sum(_count_leaves(f) for f in tpl.fields) if tpl.is_tuple else 1
+
+
+def _retype(tpl, flat):
+    """tpl's nesting and record classes with the leaf types taken from `flat` (an iterator)."""
+    if tpl.is_tuple:
+        return Template(make=tpl.make, fields=[_retype(f, flat) for f in tpl.fields], inner=tpl.inner)
+    dtype, rank = next(flat)
+    return _leaf(dtype, rank)
+
+
+def template_from_flat(flat, structure=None):
+    """A template from the compiled program's flat element types [(dtype, rank), ...];
+    several values take their nesting from `structure` when it has as many leaves."""
+    if structure is not None and structure.is_tuple and not structure.inner \
+            and _count_leaves(structure) == len(flat):
+        return _retype(structure, iter(flat))
+    if len(flat) == 1:
+        return _leaf(*flat[0])
+    return Template(make=tuple, fields=[_leaf(*t) for t in flat])
+
+
+def result_template(fn, arg_templates, static=None):
+    """The element type fn returns for elements of the given types (or F64).
+    `static` (optional) returns the compiled program's flat element types or None."""
     tpl = annotation_template(fn)
     if tpl is not None:
         return tpl
-    if arg_templates is not None and builtins.all(t is not None for t in arg_templates):
-        first = None
-        for value in (0, 1):
-            got = _probe(fn, [value_from_template(t, value) for t in arg_templates])
-            if got is not None and got.fully_typed():
-                return got
-            if first is None:
-                first = got
-        if first is not None:
-            return first
-    return F64
+    flat = static() if static is not None else None
+    if flat is not None:
+        structure = probe_template(fn, arg_templates) if len(flat) > 1 else None
+        return template_from_flat(flat, structure)
+    tpl = probe_template(fn, arg_templates)
+    return tpl if tpl is not None else F64

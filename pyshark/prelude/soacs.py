@@ -15,7 +15,9 @@ import numpy as np
 
 from ..errors import ShapeError
 from .build import (as_array, collect, element_template, empty_from_template, result_template,
-                    template_of_value, to_dtype, _PY_SCALARS)
+                    retype_empty, template_from_flat, template_of_value, to_dtype, untyped_empty,
+                    _PY_SCALARS)
+from .static import site_types
 from .tuple_array import TupleArray, build_tuple
 
 
@@ -56,6 +58,16 @@ def coerce_weak(value, tpl):
     return value
 
 
+def _element_type(xs, kind, lead=0):
+    """The element type of xs; for an empty Python list, the compiled program's."""
+    tpl = element_template(xs)
+    if tpl is None and untyped_empty(xs):
+        flat = site_types((kind,), lead=lead)
+        if flat is not None:
+            tpl = template_from_flat(flat)
+    return tpl
+
+
 def map(f, xs, *more):
     """[f(x, y, ...) for x, y, ... in zip(xs, ys, ...)]; ShapeError if lengths differ."""
     arrays = (xs,) + more
@@ -64,14 +76,15 @@ def map(f, xs, *more):
     results = [f(*args) for args in zip(*columns)]
     if results:
         return collect(results)
-    tpl = result_template(f, [element_template(a) for a in arrays])
+    tpl = result_template(f, [element_template(a) for a in arrays],
+                          lambda: site_types(("Map",), lead=1))
     return empty_from_template(tpl, (0,))
 
 
 def reduce(op, ne, xs):
     """Left fold from ne: op(...op(op(ne, x0), x1)..., xn-1). op must be associative
     with neutral element ne (a backend may regroup); empty input gives ne."""
-    acc = coerce_weak(ne, element_template(xs))
+    acc = coerce_weak(ne, _element_type(xs, "Reduce"))
     for x in _elements(xs):
         acc = op(acc, x)
     return acc
@@ -84,7 +97,7 @@ def reduce_comm(op, ne, xs):
 
 def scan(op, ne, xs):
     """Inclusive scan: result[i] = reduce(op, ne, xs[:i+1])."""
-    acc = coerce_weak(ne, element_template(xs))
+    acc = coerce_weak(ne, _element_type(xs, "Scan", lead=1))
     results = []
     for x in _elements(xs):
         acc = op(acc, x)
@@ -92,8 +105,9 @@ def scan(op, ne, xs):
     if results:
         return collect(results)
     tpl = template_of_value(acc)
-    if tpl is None:
-        tpl = result_template(op, [template_of_value(acc), element_template(xs)])
+    if tpl is None or not tpl.fully_typed():
+        tpl = result_template(op, [template_of_value(acc), element_template(xs)],
+                              lambda: site_types(("Scan",), lead=1))
     return empty_from_template(tpl, (0,))
 
 
@@ -104,14 +118,21 @@ def _mask(p, arr):
 def filter(p, xs):
     """The elements x of xs with p(x), in order."""
     arr = as_array(xs)
-    return arr[_mask(p, arr)]
+    out = arr[_mask(p, arr)]
+    if untyped_empty(xs):
+        out = retype_empty(out, site_types(("Filter",)))
+    return out
 
 
 def partition(p, xs):
     """(filter(p, xs), the rest), both in their original order."""
     arr = as_array(xs)
     m = _mask(p, arr)
-    return arr[m], arr[~m]
+    yes, no = arr[m], arr[~m]
+    if untyped_empty(xs):     # the lowering filters (flags, xs): drop the flags
+        flat = site_types(("Filter",), drop=1)
+        yes, no = retype_empty(yes, flat), retype_empty(no, flat)
+    return yes, no
 
 
 def _in_range(i, n):
@@ -179,7 +200,7 @@ def tabulate(n, f):
     results = [f(np.int64(i)) for i in range(n)]
     if results:
         return collect(results)
-    tpl = result_template(f, [value_template_i64()])
+    tpl = result_template(f, [value_template_i64()], lambda: site_types(("Map",), lead=1))
     return empty_from_template(tpl, (0,))
 
 
@@ -191,7 +212,8 @@ def tabulate_2d(n, m, f):
     results = [f(np.int64(i), np.int64(j)) for i in range(n) for j in range(m)]
     if results:
         return _reshape_lead(collect(results), n, m)
-    tpl = result_template(f, [value_template_i64(), value_template_i64()])
+    tpl = result_template(f, [value_template_i64(), value_template_i64()],
+                          lambda: site_types(("Map", "Reshape"), lead=2))
     return empty_from_template(tpl, (n, m))
 
 

@@ -165,15 +165,23 @@ class TupleArray:
     @classmethod
     def from_structured(cls, arr, make=tuple):
         """The inverse of to_structured(); `make` may be a record class (its
-        annotated field types give the makes of nested records)."""
+        annotated field types give the makes of nested records). A record's
+        fields are matched by name (in any order, as the Wrapper does; other
+        names are a TypeError), a tuple's by position."""
         arr = np.asarray(arr)
         if arr.dtype.names is None:
             raise TypeError("from_structured needs a numpy structured array")
         if arr.ndim == 0:
             raise ValueError("from_structured needs an array of rank >= 1")
-        nested = _record_field_makes(make, len(arr.dtype.names))
+        names = arr.dtype.names
+        if is_record_class(make):
+            if sorted(names) != sorted(make._fields):
+                raise TypeError(f"a structured array with fields {', '.join(names)} is not an "
+                                f"array of {make.__name__} (fields {', '.join(make._fields)})")
+            names = tuple(make._fields)
+        nested = _record_field_makes(make, len(names))
         fields = []
-        for name, sub_make in zip(arr.dtype.names, nested):
+        for name, sub_make in zip(names, nested):
             col = arr[name]
             if col.dtype.names is not None:
                 fields.append(cls.from_structured(col, sub_make))

@@ -4,8 +4,8 @@ enumerate(xs) and zip(xs, ys, ...).
 One description serves both users: a comprehension maps a lambda over
 `map_arrays()` and rebuilds the element from the lambda's parameters; a loop
 indexes the arrays at the trip counter. `range` lengths follow Python
-(`len(range(a, b, s))`); a step that is zero at run time raises ShapeError (a
-ValueError, like Python's "range() arg 3 must not be zero").
+(`len(range(a, b, s))`); a step that is zero at run time raises ValueError, as
+Python's "range() arg 3 must not be zero" does.
 """
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ class RangeSource:
             sgn = ir.Const(1 if step.value > 0 else -1, I64)
         else:
             nonzero = ctx.b.bind1(ir.BinOp("ne", step, ir.Const(0, I64)), "step_ok", ctx.loc(node))
-            ctx.b.emit(ir.Assert(nonzero, "range() arg 3 must not be zero", "ShapeError"), (), ctx.loc(node))
+            ctx.b.emit(ir.Assert(nonzero, "range() arg 3 must not be zero", "ValueError"), (), ctx.loc(node))
             pos = ctx.b.bind1(ir.BinOp("gt", step, ir.Const(0, I64)), "pos", ctx.loc(node))
             sgn = ctx.b.bind1(ir.Select(pos, ir.Const(1, I64), ir.Const(-1, I64)), "sgn", ctx.loc(node))
         if isinstance(step, ir.Const) and step.value == 1:

@@ -164,7 +164,7 @@ def handlers() -> dict:
     for op in MATH_UNARY:
         h[P + op] = (lambda op: lambda c: lower_math_unary(c, op))(op)
     h[P + "atan2"] = lambda c: lower_math_binary(c, "atan2")
-    h[P + "pow"] = lambda c: lower_math_binary(c, "pow")
+    h[P + "pow"] = lambda c: lower_math_binary(c, "power")   # numpy.power, not `**`
     h[P + "min"] = lambda c: lower_ps_minmax(c, "min")
     h[P + "max"] = lambda c: lower_ps_minmax(c, "max")
     h["builtins.min"] = lambda c: lower_builtin_minmax(c, "min")

@@ -213,6 +213,11 @@ def test_scatter_and_rbi_rules():
 
 def test_assert_rules():
     bad(lambda b, x: b.let(ir.Assert(c(True, BOOL), "m", "KeyError")), [I64], "unknown error kind")
+    for kind in ("AssertionError", "IndexError", "ZeroDivisionError", "ShapeError", "ValueError"):
+        ok(lambda b, x: b.let(ir.Assert(c(True, BOOL), "m", kind)) or x, [I64])
+    assert "ValueError" in ir.ERROR_KINDS
+    ok(lambda b, x: b.bin("power", x, x), [F32])
+    bad(lambda b, x: b.bin("power", x, x), [BOOL], "power is not defined on bool")
     bad(lambda b, x: b.let(ir.Assert(x, "m")), [I64], "assert condition")
 
 

@@ -78,8 +78,11 @@ def test_slice_python_semantics():
     same(slice_(m, [-1]), m[-1])
     same(slice_(m, [(1, None, None)]), m[1:])
     assert slice_(m, [2, -1]) == m[2, -1]
-    with pytest.raises(ShapeError, match="step"):
+    with pytest.raises(ValueError, match="step cannot be zero") as err:
         slice_(xs, [(None, None, 0)])
+    assert type(err.value) is ValueError        # Python's own class, not ShapeError
+    with pytest.raises(ValueError):
+        xs[::0]                                  # what Python mode raises
     with pytest.raises(IndexError):
         slice_(m, [(None, None, None), 4])
 
@@ -417,14 +420,16 @@ def test_aliased_update_copies():
 @pytest.mark.parametrize("kind,cls", [("AssertionError", AssertionError),
                                       ("IndexError", IndexError),
                                       ("ZeroDivisionError", ZeroDivisionError),
-                                      ("ShapeError", ShapeError)])
+                                      ("ShapeError", ShapeError),
+                                      ("ValueError", ValueError)])
 def test_assert_raises_named_class(kind, cls):
     def f(b, x):
         b.let(ir.Assert(b.bin("gt", x, c(0)), "x must be positive", kind))
         return x
     assert run1([I64], f, 1) == 1
-    with pytest.raises(cls, match=r"x must be positive \(at prog.py:7:5\)"):
+    with pytest.raises(cls, match=r"x must be positive \(at prog.py:7:5\)") as err:
         run1([I64], f, 0)
+    assert type(err.value) is cls
 
 
 def test_use_of_consumed_name_is_internal_error():

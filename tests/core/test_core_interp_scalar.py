@@ -163,6 +163,31 @@ def test_float_binops_match_numpy(op, data):
             assert same_float(r, FLOAT_NP[op](x, y))
 
 
+@pytest.mark.parametrize("t", [F32, F64])
+def test_power_is_numpy_power_and_pow_is_scalar_star_star(t):
+    """`power` (ps.pow) is numpy.power, `pow` (`**`) numpy's scalar `**`: they
+    differ where numpy.power takes its sqrt fast path for an exponent of 0.5."""
+    n = t.numpy_type
+    assert np.isnan(binop("power", t, -np.inf, 0.5))
+    assert binop("pow", t, -np.inf, 0.5) == np.inf
+    r = binop("power", t, -0.0, 0.5)
+    assert r == 0.0 and math.copysign(1.0, r) == -1.0
+    assert math.copysign(1.0, binop("pow", t, -0.0, 0.5)) == 1.0
+    with np.errstate(all="ignore"):
+        for x in (-np.inf, -2.5, -1.0, -0.0, 0.0, 0.5, 3.0, np.inf, np.nan):
+            for y in (-2.0, -1.0, -0.5, 0.0, 0.5, 1.0, 2.0, 2.5, np.inf, np.nan):
+                r = binop("power", t, x, y)
+                assert same_float(r, np.power(n(x), n(y))), (x, y, r)
+
+
+@pytest.mark.parametrize("t", [I8, I32, U64])
+def test_int_power_is_pow(t):
+    assert binop("power", t, 3, 4) == binop("pow", t, 3, 4) == t.numpy_type(81)
+    assert int(binop("power", t, 3, 41)) == wrap(3 ** 41, t)
+    with pytest.raises(ValueError, match="negative"):
+        binop("power", I32, 2, -1)
+
+
 def test_float_division_by_zero_does_not_raise():
     assert binop("div", F32, 1.0, 0.0) == np.float32(np.inf)
     assert type(binop("div", F32, 1.0, 0.0)) is np.float32

@@ -103,6 +103,19 @@ def test_to_structured_tuples_and_records():
     assert TupleArray.from_structured(rs) == rows
 
 
+def test_from_structured_matches_record_fields_by_name():
+    p = particles().to_structured()
+    order = ["ident", "position", "mass"]
+    swapped = np.zeros(p.shape, dtype=[(n, p.dtype[n]) for n in order])
+    for n in order:
+        swapped[n] = p[n]
+    assert TupleArray.from_structured(swapped, Particle) == particles()
+    other = np.zeros(2, dtype=[("a", "f4"), ("b", "f4"), ("c", "i4")])
+    with pytest.raises(TypeError, match="Particle"):
+        TupleArray.from_structured(other, Particle)
+    assert len(TupleArray.from_structured(other).fields) == 3      # plain tuples: by position
+
+
 def test_setitem_and_copy_are_independent():
     xs = TupleArray([np.array([1, 2], dtype=np.int32), np.array([0.5, 1.5])])
     ys = xs.copy()

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 
 from pyshark.core.types import (SArray, SRecord, SScalar, STuple, flatten_stype, stype_base,
                                 stype_rank)
+from pyshark.testing import RAISES, conformance_dir
 
-CONFORMANCE = Path(__file__).resolve().parents[3] / "shared" / "conformance"
+CONFORMANCE = conformance_dir()
 
 
 def _leaf_fields(st):
@@ -146,10 +146,8 @@ def load_cases(module: str) -> list[dict]:
 def run_case(program, case) -> str | None:
     """None if the case passes, else what went wrong."""
     from pyshark.core.interp import run_entry
-    from pyshark.errors import ShapeError
     entry = program.entries[case["entry"]]
-    errors = {"IndexError": IndexError, "ZeroDivisionError": ZeroDivisionError,
-              "AssertionError": AssertionError, "ShapeError": ShapeError}
+    errors = RAISES
     if "raises" in case:
         try:
             flat = [a for v, p in zip(case["args"], entry.params) for a in flatten_arg(v, p.stype)]

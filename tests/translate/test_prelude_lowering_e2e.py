@@ -114,3 +114,41 @@ def test_views_cannot_be_updated_in_place():
         return ys
     """, "f", np.array([5, 6, 7]))
     assert list(got) == [1, 7]
+
+
+def test_ps_pow_is_numpy_power_and_star_star_is_scalar_power():
+    """ps.pow lowers to the IR's `power` (numpy.power: an exponent of 0.5 is
+    sqrt), `**` to `pow` (numpy's scalar `**`), as Python mode computes them."""
+    src = """
+    @ps.entry
+    def f(x: ps.f64, y: ps.f64) -> tuple[ps.f64, ps.f64]:
+        return (ps.pow(x, y), x ** y)
+
+    @ps.entry
+    def g(x: ps.f32) -> tuple[ps.f32, ps.f32]:
+        return (ps.pow(x, 0.5), x ** 0.5)
+    """
+    prog = compile_src(src)
+    ops = {s.exp.op for fn in prog.functions.values() for s in fn.body.stms
+           if type(s.exp).__name__ == "BinOp"}
+    assert {"power", "pow"} <= ops
+    p, s = run(src, "f", -np.inf, 0.5)
+    assert math.isnan(p) and s == np.inf
+    assert (np.isnan(np.power(-np.inf, 0.5)), np.float64(-np.inf) ** 0.5) == (True, np.inf)
+    p, s = run(src, "g", np.float32(-0.0))
+    assert math.copysign(1.0, p) == -1.0 and math.copysign(1.0, s) == 1.0
+    p, s = run(src, "f", 2.0, 10.0)
+    assert p == s == 1024.0
+
+
+def test_int_pow_negative_exponent_raises_value_error():
+    src = """
+    @ps.entry
+    def f(x: ps.i32, y: ps.i32) -> tuple[ps.i32, ps.i32]:
+        return (ps.pow(x, y), x ** y)
+    """
+    assert list(run(src, "f", np.int32(3), np.int32(3))) == [27, 27]
+    with pytest.raises(ValueError, match="negative"):
+        run(src, "f", np.int32(3), np.int32(-1))
+    with pytest.raises(ValueError):
+        np.power(np.int32(3), np.int32(-1))      # what Python mode raises

@@ -129,7 +129,8 @@ def test_range_with_step_counts_like_python(start, stop, step):
     assert run(src, "f", start, stop, step) == [sum(r), len(r)]
 
 
-def test_range_zero_step_at_run_time_raises_shape_error():
+def test_range_zero_step_at_run_time_raises_value_error():
+    """Python's own class (range() arg 3 must not be zero), not ShapeError."""
     src = """
         @ps.entry
         def f(s: int) -> int:
@@ -137,9 +138,16 @@ def test_range_zero_step_at_run_time_raises_shape_error():
             for i in range(0, 5, s):
                 t = t + i
             return t
+
+        @ps.entry
+        def g(s: int) -> ps.Array[int]:
+            return ps.array([i * 2 for i in range(0, 5, s)])
         """
-    with pytest.raises(ShapeError):
-        run(src, "f", 0)
+    for entry in ("f", "g"):
+        with pytest.raises(ValueError, match="must not be zero") as err:
+            run(src, entry, 0)
+        assert type(err.value) is ValueError
+    assert run(src, "f", 2) == 6
 
 
 def test_range_constant_zero_step_rejected():

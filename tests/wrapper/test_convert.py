@@ -163,3 +163,101 @@ def test_flatten_follows_flatten_stype_order():
                                                   for t in types]
     back = convert.unflatten_value(st, flat)
     assert all(np.array_equal(a, b) for a, b in zip(convert.flatten_value(st, back), flat))
+
+
+def test_an_empty_python_mode_result_of_another_dtype_takes_the_declared_one():
+    """Results only (lenient): no values, so nothing is lost; arguments stay strict."""
+    out = convert.output_from_value(arr(i32, 2), np.zeros((0, 3), np.float64))
+    assert out.dtype == np.int32 and out.shape == (0, 3)
+    assert convert.output_from_value(arr(b), np.zeros(0, np.float64)).dtype == np.bool_
+    with pytest.raises(TypeError, match="'xs'"):
+        convert.convert_arg(arr(i32), np.zeros(0, np.float64), "xs")
+    with pytest.raises(TypeError):
+        convert.output_from_value(arr(i32), np.array([1.5]))
+
+
+# -- inputs are treated identically on every backend ----------------------------------
+
+def test_ndarray_subclasses_become_plain_arrays_without_a_copy():
+    m = np.matrix([[1.0, 2.0], [3.0, 4.0]])
+    got = convert.convert_arg(arr(f64, 2), m, "m")
+    assert type(got) is np.ndarray and got[0].shape == (2,)        # a matrix row is 2-D
+    assert np.shares_memory(got, m)
+    rec = np.rec.array([(1.0, 2.0, 3.0)], dtype=[("x", "f4"), ("y", "f4"), ("z", "f4")])
+    xs, ys, zs = convert.convert_arg(arr(VEC), rec, "vs")
+    assert type(xs) is np.ndarray and xs.tolist() == [1.0] and zs.tolist() == [3.0]
+    assert type(convert.convert_arg(f64, np.matrix([[2.0]])[0, 0], "x")) is np.float64
+
+
+@pytest.mark.parametrize("value", [
+    np.ma.array([1.0, 2.0], mask=[False, True]),
+    np.ma.array([1.0, 2.0]),                            # even without a masked element
+    [np.ma.array([1.0, 2.0], mask=[False, True])],      # a masked row in a list
+    [1.0, np.ma.masked]])
+def test_masked_arrays_are_type_errors_naming_the_parameter(value):
+    t = arr(f64, 2) if isinstance(value, list) and isinstance(value[0], np.ndarray) else arr(f64)
+    with pytest.raises(TypeError, match="'xs'.*masked"):
+        convert.convert_arg(t, value, "xs")
+
+
+def test_masked_scalar_and_masked_record_field_are_type_errors():
+    with pytest.raises(TypeError, match="'x'.*masked"):
+        convert.convert_arg(f64, np.ma.array(1.0, mask=True), "x")
+    with pytest.raises(TypeError, match=r"'t\[1\]'.*masked"):
+        convert.convert_arg(STuple((i32, arr(f32))), (1, np.ma.array([1.0], dtype=np.float32)), "t")
+
+
+def test_structured_arrays_match_record_fields_by_name_in_any_order():
+    swapped = np.array([(3.0, 1.0, 2.0)], dtype=[("z", "f4"), ("x", "f4"), ("y", "f4")])
+    xs, ys, zs = convert.convert_arg(arr(VEC), swapped, "vs")
+    assert (xs.tolist(), ys.tolist(), zs.tolist()) == ([1.0], [2.0], [3.0])
+    nested = np.zeros(2, dtype=[("ident", "i4"), ("mass", "f4"),
+                                ("position", [("y", "f4"), ("z", "f4"), ("x", "f4")])])
+    nested["position"]["x"] = [5.0, 6.0]
+    nested["ident"] = [7, 8]
+    (px, py, pz), mass, ident = convert.convert_arg(arr(PARTICLE), nested, "ps")
+    assert px.tolist() == [5.0, 6.0] and ident.tolist() == [7, 8] and ident.dtype == np.int32
+    assert convert.convert_arg(VEC, swapped[0], "v") == (1.0, 2.0, 3.0)    # a structured scalar
+
+
+@pytest.mark.parametrize("names", [("a", "b", "c"), ("f0", "f1", "f2"), ("x", "y"),
+                                   ("x", "y", "z", "w")])
+def test_structured_arrays_with_other_names_are_type_errors(names):
+    value = np.zeros(2, dtype=[(n, "f4") for n in names])
+    with pytest.raises(TypeError, match="'vs'.*Vec3.*x, y, z"):
+        convert.convert_arg(arr(VEC), value, "vs")
+    with pytest.raises(TypeError, match="'v'"):
+        convert.convert_arg(VEC, value[0], "v")
+
+
+def test_tuples_still_take_structured_fields_by_position():
+    t = STuple((i32, f64))
+    value = np.array([(1, 0.5)], dtype=[("b", "i4"), ("a", "f8")])
+    first, second = convert.convert_arg(arr(t), value, "ts")
+    assert first.tolist() == [1] and second.tolist() == [0.5]
+
+
+def test_named_tuples_and_tuple_arrays_match_records_by_name():
+    from pyshark.prelude import TupleArray
+    Swapped = collections.namedtuple("Swapped", "z y x")
+    assert convert.convert_arg(VEC, Swapped(3.0, 2.0, 1.0), "v") == (1.0, 2.0, 3.0)
+    cols = [np.array([3.0], np.float32), np.array([2.0], np.float32), np.array([1.0], np.float32)]
+    xs, ys, zs = convert.convert_arg(arr(VEC), TupleArray(cols, Swapped, 1), "vs")
+    assert (xs.tolist(), zs.tolist()) == ([1.0], [3.0])
+    assert [c.tolist() for c in convert.convert_arg(arr(VEC), TupleArray(cols, tuple, 1), "vs")] \
+        == [[3.0], [2.0], [1.0]]                                   # no names: by position
+    Other = collections.namedtuple("Other", "a b c")
+    with pytest.raises(TypeError, match="'vs'"):
+        convert.convert_arg(arr(VEC), TupleArray(cols, Other, 1), "vs")
+
+
+def test_a_python_int_too_large_for_a_float_is_an_overflow_error_naming_the_parameter():
+    for t in (f64, f32):
+        with pytest.raises(OverflowError, match="'x'.*too large for a float"):
+            convert.convert_arg(t, 10 ** 400, "x")
+    with pytest.raises(OverflowError, match="'xs'.*401 digits"):
+        convert.convert_arg(arr(f64), [1.5, -10 ** 400], "xs")
+    got = convert.convert_arg(arr(f32, 2), [[2 ** 70], [1]], "xs")
+    assert got.dtype == np.float32 and got[0, 0] == np.float32(2.0 ** 70)
+    assert convert.convert_arg(f32, 10 ** 39, "x") == np.inf       # beyond f32: rounds to inf
+    assert convert.convert_arg(f64, 2 ** 64, "x") == 2.0 ** 64
