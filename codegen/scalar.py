@@ -248,10 +248,15 @@ def binop(op: str, x: K.Expr, y: K.Expr, *, emit: Emit, fail: Callable,
         return minimum(x, y)
     if op == "max":
         return maximum(x, y)
-    if op == "pow":
-        if t.is_float:
-            return K.Bin("pow", x, y)
-        return int_pow(x, y, emit=emit, fail=fail, new_var=new_var)
+    if op in ("pow", "power"):
+        if not t.is_float:
+            return int_pow(x, y, emit=emit, fail=fail, new_var=new_var)
+        if op == "power":
+            # numpy.power on scalars (what Python mode runs) takes the square
+            # root for an exponent of 0.5: power(-inf, 0.5) is nan,
+            # power(-0.0, 0.5) is -0.0; every other exponent is C pow
+            return sel(b("eq", y, const(0.5, t)), K.Un("sqrt", x), K.Bin("pow", x, y))
+        return K.Bin("pow", x, y)
     raise NotImplementedError(f"binary operator {op}")
 
 
