@@ -389,9 +389,47 @@ def convert_arg(st: SType, value, name: str):
     return convert_value(st, value, Where("parameter", name))
 
 
+_SLOW = object()
+
+
+def _fast_converter(st: SType):
+    """A converter for the common, already-canonical cases of one parameter
+    (a numpy scalar of the exact type, a Python int in range, a Python float
+    for f64, a plain C-contiguous ndarray of the exact dtype and rank); it
+    returns _SLOW for anything else, which then takes the full path."""
+    if isinstance(st, SScalar):
+        t = st.t
+        nt = t.numpy_type
+        if t.is_int:
+            info = np.iinfo(t.dtype)
+            lo, hi = int(info.min), int(info.max)
+            return lambda v: (v if type(v) is nt else
+                              nt(v) if type(v) is int and lo <= v <= hi else _SLOW)
+        if t is F64:
+            return lambda v: v if type(v) is nt else nt(v) if type(v) is float else _SLOW
+        return lambda v: v if type(v) is nt else _SLOW
+    if isinstance(st, SArray) and isinstance(stype_base(st), SScalar):
+        dt, k = stype_base(st).t.dtype, stype_rank(st)
+        return lambda v: (v if type(v) is np.ndarray and v.dtype == dt and v.ndim == k
+                          and v.flags.c_contiguous else _SLOW)
+    return lambda v: _SLOW
+
+
+_FAST: dict = {}
+
+
 def bind_args(entry, args: tuple, kwargs: dict) -> list:
     """Matches args/kwargs to an ir.Entry's parameters and converts them."""
     params = entry.params
+    if not kwargs and len(args) == len(params):
+        fast = _FAST.get(id(entry))
+        if fast is None or fast[0] is not entry:
+            fast = _FAST[id(entry)] = (entry, [_fast_converter(p.stype) for p in params])
+        out = [f(v) for f, v in zip(fast[1], args)]
+        if not any(o is _SLOW for o in out):
+            return out
+        return [convert_arg(p.stype, v, p.name) if o is _SLOW else o
+                for p, v, o in zip(params, args, out)]
     names = [p.name for p in params]
     sig = f"{entry.name}({', '.join(names)})"
     if len(args) > len(params):
