@@ -1,11 +1,23 @@
-"""The CPU backend: kernel IR -> LLVM IR (emit_llvm) -> shared library (link).
+"""The CPU backend: kernel IR -> LLVM IR (emit_llvm) -> shared library (link);
+runtime.py loads and calls what link built.
 
-backend.py (core IR -> kernel IR -> library) builds on these two.
+backend.py (core IR -> kernel IR -> library) builds on these. The names below
+are imported lazily, so that loading a cached library does not import
+llvmlite.
 """
-from .emit_llvm import ALLOC_FAIL_MESSAGE, emit_module
-from .link import (Library, PysharkCtx, ctype_of, entry_prototype, find_c_compiler,
-                   load_library, optimise_and_build, optimised_ir)
+import importlib
 
-__all__ = ["emit_module", "ALLOC_FAIL_MESSAGE", "optimise_and_build", "optimised_ir",
-           "load_library", "Library", "PysharkCtx", "ctype_of", "entry_prototype",
-           "find_c_compiler"]
+_EXPORTS = {
+    "emit_module": "emit_llvm", "ALLOC_FAIL_MESSAGE": "emit_llvm",
+    "optimise_and_build": "link", "optimised_ir": "link", "find_c_compiler": "link",
+    "load_library": "runtime", "Library": "runtime", "PysharkCtx": "runtime",
+    "ctype_of": "runtime", "entry_prototype": "runtime",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

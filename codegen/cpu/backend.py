@@ -51,7 +51,7 @@ _C_NAMES = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t"
             "f32": "float", "f64": "double", "bool": "uint8_t"}
 
 
-from .link import PysharkCtx as Ctx
+from .runtime import PysharkCtx as Ctx
 
 
 def _libc():
@@ -239,12 +239,8 @@ class CpuBackend(Backend):
 
     @classmethod
     def is_available(cls) -> bool:
-        try:
-            import llvmlite  # noqa: F401
-            from . import emit_llvm, link  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        import importlib.util
+        return importlib.util.find_spec("llvmlite") is not None
 
     def compile(self, path: Path, source_text: str, directory: Path):
         from .emit_llvm import emit_module
@@ -262,7 +258,7 @@ class CpuBackend(Backend):
         return program, {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
-        from .link import load_library
+        from .runtime import load_library
         directory = Path(directory)
         abi = json.loads((directory / manifest["files"]["abi"]).read_text())
         lib_path = directory / manifest["files"]["library"]

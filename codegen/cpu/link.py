@@ -33,6 +33,9 @@ from typing import Optional, Union
 
 import llvmlite.binding as llvm
 
+from .runtime import (Library, PysharkCtx, ctype_of, entry_prototype,  # noqa: F401
+                      load_library)
+
 from pyshark.core.types import BOOL
 
 from .. import kir as K
@@ -219,56 +222,6 @@ def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bo
 # Loading
 
 
-class Library:
-    """A loaded module: `address_of(name)` gives a function's address, to be
-    wrapped with a ctypes.CFUNCTYPE (see `entry_prototype`). `kind` is "so"
-    (ctypes.CDLL) or "jit" (MCJIT in this process). Keep the Library alive
-    while its functions may be called."""
-
-    def __init__(self, kind: str, handle, path: Optional[Path] = None, engine=None):
-        self.kind = kind
-        self.path = path
-        self._handle = handle
-        self._engine = engine
-
-    def address_of(self, name: str) -> int:
-        if self.kind == "so":
-            f = getattr(self._handle, name)
-            return ctypes.cast(f, ctypes.c_void_p).value
-        addr = self._engine.get_function_address(name)
-        if not addr:
-            raise AttributeError(f"no function {name!r} in the JIT module")
-        return addr
-
-    def function(self, f: K.Function):
-        """The entry `f` as a ctypes function (first argument: a pointer to
-        a PysharkCtx, e.g. ctypes.byref(ctx))."""
-        return entry_prototype(f)(self.address_of(f.name))
-
-
-def _looks_like_ir(x) -> bool:
-    if not isinstance(x, str):
-        return False
-    head = x.lstrip()[:200]
-    return "\n" in x or head.startswith(("; ModuleID", "define", "declare", "target", "source_filename"))
-
-
-_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
-
-
-def load_library(path_or_ir: Union[str, Path]) -> Library:
-    """Load what `optimise_and_build` wrote (a .so, or IR text when there was
-    no C compiler), or JIT LLVM IR text given directly."""
-    if _looks_like_ir(path_or_ir):
-        return _jit(path_or_ir, optimise=True)
-    path = Path(path_or_ir)
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic in _BINARY_MAGIC or magic[:2] == b"MZ":
-        return Library("so", ctypes.CDLL(str(path.resolve())), path=path)
-    return _jit(path.read_text(), optimise=False, path=path)
-
-
 def _jit(text: str, optimise: bool, path: Optional[Path] = None) -> Library:
     with _LOCK:
         _init()
@@ -336,38 +289,6 @@ def _jit_runtime():
 
 # ---------------------------------------------------------------------------
 # The C ABI on the Python side
-
-
-class PysharkCtx(ctypes.Structure):
-    """typedef struct { int32_t code; int32_t msg; int64_t args[4];
-                        int32_t nthreads; int32_t pad; } pyshark_ctx;"""
-    _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
-                ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
-                ("pad", ctypes.c_int32)]
-
-
-_CTYPES = {
-    "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32, "i64": ctypes.c_int64,
-    "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32, "u64": ctypes.c_uint64,
-    "f32": ctypes.c_float, "f64": ctypes.c_double, "bool": ctypes.c_uint8,
-}
-
-
-def ctype_of(t: K.KType):
-    """The ctypes type of an entry parameter of kernel type t (pointers are
-    c_void_p: pass an address, e.g. arr.ctypes.data)."""
-    if isinstance(t, K.Ptr):
-        return ctypes.c_void_p
-    if t is BOOL:
-        return ctypes.c_uint8
-    return _CTYPES[t.value]
-
-
-def entry_prototype(f: K.Function):
-    """ctypes.CFUNCTYPE(c_int32, POINTER(PysharkCtx), params...) for entry f.
-    ctypes releases the GIL during the call."""
-    return ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(PysharkCtx),
-                            *[ctype_of(p.type) for p in f.params])
 
 
 __all__ = ["optimised_ir", "optimise_and_build", "load_library", "Library", "PysharkCtx",
