@@ -42,6 +42,7 @@ from pyshark.errors import InternalCompilerError
 
 from . import kir as K
 from . import scalar as S
+from .bounds import Facts
 from .usage import live_after, use_counts
 
 
@@ -116,6 +117,7 @@ class Lowerer:
         self.scopes: list[Scope] = []
         self.frame = 0
         self.in_par = False
+        self.facts = Facts()
 
     # -- building kir ---------------------------------------------------------
     def emit(self, s: K.Stm) -> None:
@@ -130,6 +132,7 @@ class Lowerer:
             return e
         v = self.var(hint, K.type_of(e))
         self.emit(K.Set(v, e))
+        self.facts.defs[v.name] = e          # set once: bounds.py may follow it
         return v
 
     @contextmanager
@@ -155,9 +158,23 @@ class Lowerer:
                 return
         self.emit(K.If(S.lnot(cond), K.Block((self.fail(kind, text, loc, args),))))
 
+    @contextmanager
+    def loop_facts(self, i: K.KVar, lo: K.Expr, hi: K.Expr):
+        """Inside a loop over [lo, hi): i is in range, and hi >= 1 when lo is 0."""
+        f = self.facts
+        f.ranges[i.name] = (lo, hi)
+        saved = dict(f.at_least)
+        if isinstance(hi, K.KVar) and isinstance(lo, K.KConst) and lo.value == 0:
+            for name in f.positive_names(hi):
+                f.at_least[name] = max(1, f.at_least.get(name, 0))
+        try:
+            yield
+        finally:
+            f.at_least = saved
+
     def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None]):
         i = self.var(hint, I64)
-        with self.block() as blk:
+        with self.block() as blk, self.loop_facts(i, lo, hi):
             body(i)
         self.emit(K.For(i, lo, hi, blk[0]))
 
@@ -165,14 +182,15 @@ class Lowerer:
         """A loop whose iterations are independent: a ParFor at host level
         (inline below a size threshold unless its body loops), else a For."""
         i = self.var(hint, I64)
+        zero = S.const(0, I64)
         if self.in_par or not self.options.parallel:
-            with self.block() as blk:
+            with self.block() as blk, self.loop_facts(i, zero, n):
                 body(i)
-            self.emit(K.For(i, S.const(0, I64), n, blk[0]))
+            self.emit(K.For(i, zero, n, blk[0]))
             return
         self.in_par = True
         try:
-            with self.block() as blk:
+            with self.block() as blk, self.loop_facts(i, zero, n):
                 body(i)
         finally:
             self.in_par = False
@@ -572,7 +590,9 @@ def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
         n = lw.scalar(e.form.bound, env)
         i = lw.var("it", I64)
         inner[e.form.index.name] = i
-        lw.emit(K.For(i, S.const(0, I64), n, iteration()))
+        with lw.loop_facts(i, S.const(0, I64), n):
+            blk = iteration()
+        lw.emit(K.For(i, S.const(0, I64), n, blk))
     else:
         def cond_value() -> K.Expr:
             res = lw.lower_body(e.form.cond, inner, body_live)
@@ -631,6 +651,8 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
         else:
             d = K.KVar(f"in_{p.name}", K.Ptr(p.type.elem))
             dims = tuple(K.KVar(f"in_{p.name}_n{k}", I64) for k in range(p.type.rank))
+            for dim in dims:
+                lw.facts.at_least[dim.name] = 0      # a length is never negative
             params += [d, *dims]
             env[p.name] = Arr(d, d, dims, p.type.elem, frozenset())
     outs = []

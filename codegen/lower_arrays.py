@@ -25,7 +25,10 @@ def norm_index(lw: Lowerer, i: K.Expr, n: K.Expr, wrap: bool, loc, dim: int) -> 
     """Python's index rules: negative counts from the end (when `wrap`);
     IndexError when out of range (dropped with unsafe=True)."""
     i = _i64(lw, i)
-    j = lw.let("j", K.Sel(S.b("lt", i, ZERO), S.b("add", i, n), i)) if wrap else i
+    nonneg = lw.facts.non_negative(i)
+    j = lw.let("j", K.Sel(S.b("lt", i, ZERO), S.b("add", i, n), i)) if wrap and not nonneg else i
+    if nonneg and lw.facts.below(i, n):
+        return j                         # proved in range (codegen/bounds.py)
     if not lw.options.unsafe:
         ok = S.land(S.b("ge", j, ZERO), S.b("lt", j, n))
         where = f" in dimension {dim}" if dim else ""

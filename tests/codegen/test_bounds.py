@@ -1,0 +1,93 @@
+"""Bounds-check elimination (codegen/bounds.py): checks disappear only where
+the index is provably in range, and out-of-range indices still raise."""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from pyshark.codegen import kir as K
+from pyshark.codegen.bounds import Facts
+from pyshark.codegen.lower import Options, lower_program, symbol
+from pyshark.core.check import check_program
+from pyshark.core.types import I64
+from pyshark.translate import translate_source
+
+HEAD = "import pyshark.prelude as ps\n"
+
+
+def kernels(src: str) -> str:
+    program = translate_source(HEAD + textwrap.dedent(src), "<t>")
+    check_program(program)
+    return K.pretty_module(lower_program(program, Options()))
+
+
+def parfor_text(text: str) -> str:
+    return text[text.index("parfor"):]
+
+
+def test_clamped_stencil_indices_need_no_check():
+    text = kernels("""
+    @ps.entry
+    def f(prev: ps.Array[ps.i32]) -> ps.Array[ps.i32]:
+        n = len(prev)
+        return ps.map(lambda j: min(prev[max(j - 1, 0)], prev[j], prev[min(j + 1, n - 1)]),
+                      ps.iota(n))
+    """)
+    assert "IndexError" not in parfor_text(text)
+
+
+@pytest.mark.parametrize("index", ["xs[i + 1]", "xs[i - 1]", "xs[max(i - 1, 0) + 1]",
+                                   "xs[min(i + 2, n)]", "xs[n - i]"])
+def test_unprovable_indices_keep_their_check(index):
+    text = kernels(f"""
+    @ps.entry
+    def f(xs: ps.Array[int]) -> ps.Array[int]:
+        n = len(xs)
+        return ps.map(lambda i: {index}, ps.iota(n))
+    """)
+    assert "IndexError" in parfor_text(text)
+
+
+def test_facts_prove_and_refuse():
+    f = Facts()
+    i, n = K.KVar("i", I64), K.KVar("n", I64)
+    f.ranges["i"] = (K.KConst(0, I64), n)
+    f.at_least["n"] = 1
+    one, zero = K.KConst(1, I64), K.KConst(0, I64)
+    assert f.non_negative(i) and f.below(i, n)
+    assert not f.below(K.Bin("add", i, one), n)
+    assert not f.non_negative(K.Bin("sub", i, one))
+    clamp_lo = K.Sel(K.Bin("gt", zero, K.Bin("sub", i, one)), zero, K.Bin("sub", i, one))
+    assert f.non_negative(clamp_lo) and f.below(clamp_lo, n)
+    other = K.KVar("m", I64)
+    assert not f.below(i, other)              # another length proves nothing
+
+
+def test_out_of_range_still_raises_on_cpu(tmp_path):
+    from pyshark import Wrapper
+    p = tmp_path / "m.py"
+    p.write_text(HEAD + textwrap.dedent("""
+    @ps.entry
+    def shift(xs: ps.Array[int]) -> ps.Array[int]:
+        n = len(xs)
+        return ps.map(lambda i: xs[i + 1], ps.iota(n))
+
+    @ps.entry
+    def smooth(xs: ps.Array[int]) -> ps.Array[int]:
+        n = len(xs)
+        return ps.map(lambda i: xs[max(i - 1, 0)] + xs[min(i + 1, n - 1)], ps.iota(n))
+    """))
+    w = Wrapper("cpu", cache_dir=tmp_path / "c")
+    w.add_source_file(p)
+    w.compile_and_load()
+    xs = np.arange(100_000, dtype=np.int64)
+    with pytest.raises(IndexError):
+        w.shift(xs)
+    got = w.smooth(xs)
+    want = xs[np.maximum(np.arange(len(xs)) - 1, 0)] + xs[np.minimum(np.arange(len(xs)) + 1,
+                                                                      len(xs) - 1)]
+    assert np.array_equal(got, want)
+    assert w.smooth(np.array([5], np.int64)).tolist() == [10]
+    assert w.smooth(np.array([], np.int64)).tolist() == []
