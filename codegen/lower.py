@@ -244,20 +244,43 @@ class Lowerer:
         self.scopes.append(Scope(frame=self.frame))
         try:
             env = dict(env)
-            lives = live_after(body)
-            counts = use_counts(body)
-            for k, stm in enumerate(body.stms):
-                self.live = lives[k] | outer_live
-                self.body_counts = counts
-                self.rest = body.stms[k + 1:]
-                vals = self.lower_exp(stm, env)
-                if len(vals) != len(stm.pat):
-                    raise InternalCompilerError(f"lowering {type(stm.exp).__name__} gave "
-                                                f"{len(vals)} values for {len(stm.pat)}")
-                for v, val in zip(stm.pat, vals):
-                    env[v.name] = val
+            self.bind_stms(body, len(body.stms), env, outer_live)
             results = [self.atom(a, env) for a in body.result]
             return self.finish_scope(results)
+        finally:
+            self.scopes.pop()
+            self.frame = saved_frame
+
+    def bind_stms(self, body: ir.Body, upto: int, env: dict, outer_live: frozenset) -> None:
+        """Lowers body.stms[:upto] into the current scope, binding into env."""
+        lives = live_after(body)
+        counts = use_counts(body)
+        for k, stm in enumerate(body.stms[:upto]):
+            self.live = lives[k] | outer_live
+            self.body_counts = counts
+            self.rest = body.stms[k + 1:]
+            vals = self.lower_exp(stm, env)
+            if len(vals) != len(stm.pat):
+                raise InternalCompilerError(f"lowering {type(stm.exp).__name__} gave "
+                                            f"{len(vals)} values for {len(stm.pat)}")
+            for v, val in zip(stm.pat, vals):
+                env[v.name] = val
+
+    @contextmanager
+    def open_body(self, body: ir.Body, upto: int, env: dict, new_frame: bool = True):
+        """Lowers the first `upto` statements of a body in a scope of its own
+        and yields their environment; the scope's memory is freed on exit
+        (the caller lowers the rest itself, e.g. per element of a tile)."""
+        saved_frame = self.frame
+        if new_frame:
+            self.counter += 1
+            self.frame = self.counter
+        self.scopes.append(Scope(frame=self.frame))
+        try:
+            inner = dict(env)
+            self.bind_stms(body, upto, inner, self.live)
+            yield inner
+            self.finish_scope([])
         finally:
             self.scopes.pop()
             self.frame = saved_frame

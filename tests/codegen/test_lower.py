@@ -159,3 +159,22 @@ def _run(m, name, args, outs):
     ptr, shape = cells[0]
     dims = tuple(int(d) for d in shape.array)
     return ptr.array[0].values(int(np.prod(dims))).reshape(dims)
+
+
+def test_perfect_map_nest_becomes_one_tiled_parallel_loop():
+    m = lower("""
+    @ps.entry
+    def mm(a: ps.Array[ps.Array[ps.f32]], b: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
+        bt = ps.transpose(b)
+        return ps.map(lambda row: ps.map(lambda col: ps.sum(ps.map(lambda x, y: x * y, row, col)), bt), a)
+    """)
+    pars = stms(m, "mm", K.ParFor)
+    assert len(pars) == 2                      # the transpose, and the (i, j) tiles
+    tiles = pars[1]
+    # no allocation per row: the nest writes straight into its result
+    assert not [s for s in walk(tiles.body) if isinstance(s, K.Alloc)]
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.arange(12, dtype=np.float32).reshape(3, 4)
+    args = [Buffer(a.reshape(-1).copy()), np.int64(2), np.int64(3),
+            Buffer(b.reshape(-1).copy()), np.int64(3), np.int64(4)]
+    assert np.array_equal(_run(m, "mm", args, [("array", 2)]), a @ b)
