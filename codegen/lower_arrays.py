@@ -346,7 +346,13 @@ def _h_rotate(lw: Lowerer, e: ir.Rotate, env, stm):
     return [out]
 
 
+TRANSPOSE_TILE = 32
+
+
 def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
+    """Swaps dimensions 0 and 1 into a fresh array, in TRANSPOSE_TILE square
+    tiles (a cache-blocked transpose: both sides of a tile stay in cache), the
+    tiles in parallel at host level."""
     a = lw.array(e.arr, env)
     if isinstance(a, Delayed):
         a = lw.materialise(a)
@@ -354,17 +360,28 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
     rest = a.shape[2:]
     out = lw.alloc("tr", a.elem, (n1, n0) + tuple(rest))
     inner = lw.let("rs", _product(rest))
+    tile = S.const(TRANSPOSE_TILE, I64)
+    t1 = lw.let("tn", S.b("div", S.b("add", n1, S.const(TRANSPOSE_TILE - 1, I64)), tile))
+    t0 = lw.let("tm", S.b("div", S.b("add", n0, S.const(TRANSPOSE_TILE - 1, I64)), tile))
 
-    def outer(i):      # row i of the result = column i of a
-        def col(j):
-            src = S.b("mul", S.b("add", S.b("mul", j, n1), i), inner)
-            dst = S.b("mul", S.b("add", S.b("mul", i, n0), j), inner)
-            if rest:
-                lw.emit(K.CopyMem(K.PtrAdd(out.data, dst), K.PtrAdd(a.data, src), inner))
-            else:
-                lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
-        lw.for_range("j", ZERO, n0, col)
-    lw.par_for("i", n1, outer)
+    def one_tile(t):
+        q = lw.let("q", K.Sel(S.b("eq", t0, ZERO), ONE, t0))
+        i0 = lw.let("i0", S.b("mul", S.b("div", t, q), tile))
+        j0 = lw.let("j0", S.b("mul", S.b("rem", t, q), tile))
+        i1 = lw.let("i1", S.minimum(S.b("add", i0, tile), n1))
+        j1 = lw.let("j1", S.minimum(S.b("add", j0, tile), n0))
+
+        def row(i):      # row i of the result = column i of a
+            def col(j):
+                src = S.b("mul", S.b("add", S.b("mul", j, n1), i), inner)
+                dst = S.b("mul", S.b("add", S.b("mul", i, n0), j), inner)
+                if rest:
+                    lw.emit(K.CopyMem(K.PtrAdd(out.data, dst), K.PtrAdd(a.data, src), inner))
+                else:
+                    lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
+            lw.for_range("j", j0, j1, col)
+        lw.for_range("i", i0, i1, row)
+    lw.par_for("t", lw.let("nt", S.b("mul", t1, t0)), one_tile)
     return [out]
 
 
