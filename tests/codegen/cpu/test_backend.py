@@ -258,3 +258,19 @@ def test_vector_math_calls_libmvec_and_stays_accurate(tmp_path):
     with contextlib.redirect_stdout(buf):
         main(["show", "--ir", "llvm", str(src)])
     assert "@_ZGV" in buf.getvalue()
+
+
+def test_fastmath_relaxes_and_stays_close(tmp_path):
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.cpu.emit_llvm import emit_module
+    from pyshark.wrapper.backend import Options, translate_and_check
+    program = translate_and_check(SAXPY)
+    kernels = build_kernels(program, Options(fastmath=True))
+    assert "fmul fast" in emit_module(kernels, fastmath=True)
+    assert "fmul fast" not in emit_module(build_kernels(program, Options()))
+    w = wrapper(SAXPY, tmp_path, fastmath=True)
+    rng = np.random.default_rng(1)
+    xs, ys = rng.standard_normal(10_001).astype(np.float32), rng.standard_normal(10_001).astype(np.float32)
+    np.testing.assert_allclose(w.saxpy(np.float32(1.5), xs, ys), np.float32(1.5) * xs + ys,
+                               rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(w.dot(xs, ys), np.dot(xs.astype(np.float64), ys), rtol=1e-4)
