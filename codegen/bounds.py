@@ -92,6 +92,8 @@ class Facts:
                     return None
                 return _shift(y[0], _const(e.x)), _shift(y[1], _const(e.x))
             return None
+        if isinstance(e, K.Bin) and e.op in ("div", "rem") and isinstance(e.y, K.KVar):
+            return self._divrem_interval(e, depth)
         if isinstance(e, K.Sel):
             a, b = self.interval(e.x, depth + 1), self.interval(e.y, depth + 1)
             if a is None or b is None:
@@ -103,6 +105,32 @@ class Facts:
                 return Max(a[0], b[0]), Max(a[1], b[1])
             return Min(a[0], b[0]), Max(a[1], b[1])
         return None
+
+    def _divrem_interval(self, e: K.Bin, depth: int):
+        """x / y and x % y for x >= 0 and y >= 1: [0, y - 1] for the
+        remainder; [0, A - 1] for the quotient when x < A * y (a flat index
+        over an A x y space, as tabulate_2d makes)."""
+        if not (self.non_negative(e.x) and self.positive(e.y)):
+            return None
+        zero = Leaf(None, 0)
+        if e.op == "rem":
+            return zero, Leaf(e.y.name, -1)
+        x = self.interval(e.x, depth + 1)
+        hi = x[1] if x is not None else None
+        if isinstance(hi, Leaf) and hi.base is not None and hi.off == -1:
+            d = self.defs.get(hi.base)
+            if isinstance(d, K.Bin) and d.op == "mul":
+                for a, b in ((d.x, d.y), (d.y, d.x)):
+                    if _same(b, e.y) and isinstance(a, K.KVar):
+                        return zero, Leaf(a.name, -1)
+        return zero, Leaf(None, 2 ** 62)
+
+    def positive(self, e: K.Expr) -> bool:
+        """e >= 1."""
+        if isinstance(e, K.KVar) and self.at_least.get(e.name, 0) >= 1:
+            return True
+        iv = self.interval(e)
+        return iv is not None and self._le(iv[0], Leaf(None, 1), upper=False)
 
     def _clamp_kind(self, e: K.Sel) -> Optional[str]:
         """'min' / 'max' when e is `p < q ? p : q`-like, else None."""
@@ -123,6 +151,10 @@ class Facts:
         max(X, c) for a constant c <= 0 (iota's and replicate's clamp)."""
         out = [n.name]
         d = self.defs.get(n.name)
+        if (isinstance(d, K.Bin) and d.op == "mul" and isinstance(d.x, K.KVar)
+                and isinstance(d.y, K.KVar) and self.at_least.get(d.x.name, -1) >= 0
+                and self.at_least.get(d.y.name, -1) >= 0):
+            out += [d.x.name, d.y.name]      # a product of lengths >= 1: both >= 1
         if isinstance(d, K.Sel) and self._clamp_kind(d) == "max":
             for side, other in ((d.x, d.y), (d.y, d.x)):
                 k = _const(other)

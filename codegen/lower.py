@@ -427,6 +427,12 @@ def _h_atom(lw: Lowerer, e: ir.AtomExp, env, stm):
 
 
 def _binop(lw: Lowerer, op: str, x: K.Expr, y: K.Expr, loc, reassoc=False) -> K.Expr:
+    t = K.type_of(x)
+    if op in ("floordiv", "mod") and t.is_int and lw.facts.positive(y):
+        # y >= 1: no zero check; and for x >= 0 floor division is C division
+        if lw.facts.non_negative(x):
+            return K.Bin("div" if op == "floordiv" else "rem", x, y)
+        return S.int_floordiv(x, y) if op == "floordiv" else S.int_mod(x, y)
     return S.binop(op, x, y, emit=lw.emit,
                    fail=lambda kind, text: lw.fail(kind, text, loc),
                    new_var=lambda t: lw.var("p", t), reassoc=reassoc)
@@ -531,33 +537,58 @@ def _h_if(lw: Lowerer, e: ir.If, env, stm):
                      lambda: lw.lower_body(e.else_body, env, live), e.ret)
 
 
-def _carried(lw: Lowerer, p: ir.Var) -> Value:
-    """Loop variables for a loop parameter."""
+def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None) -> Value:
+    """Loop variables for a loop parameter (an array's shape is fixed when
+    `shape` is given)."""
     t = p.type
     if isinstance(t, ScalarType):
         return lw.var(p.name, t)
     base = lw.var(p.name + "_b", K.Ptr(t.elem))
     data = lw.var(p.name + "_d", K.Ptr(t.elem))
-    shape = tuple(lw.var(p.name + "_n", I64) for _ in range(t.rank))
+    if shape is None:
+        shape = tuple(lw.var(p.name + "_n", I64) for _ in range(t.rank))
     return Arr(base, data, shape, t.elem, frozenset({base.name}))
 
 
 def _assign(lw: Lowerer, dst: Value, src: Value) -> list:
     if isinstance(dst, Arr):
         return ([K.Set(dst.base, src.base), K.Set(dst.data, src.data)]
-                + [K.Set(a, b) for a, b in zip(dst.shape, src.shape)])
+                + [K.Set(a, b) for a, b in zip(dst.shape, src.shape) if a != b])
     return [K.Set(dst, src)]
+
+
+class _ShapeVaries(Exception):
+    """A loop-carried array's shape changes across iterations."""
 
 
 def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
     """A sequential loop. Array parameters are owned by the loop: an initial
     value the loop cannot take over (borrowed, or still live after the loop)
-    is copied first; the body frees what it does not carry on."""
+    is copied first; the body frees what it does not carry on.
+
+    First tried with each carried array's shape fixed to its initial shape
+    (a stencil iterated in place keeps its shape, and the bounds analysis
+    then knows the sizes); if the body's result can have another shape, the
+    loop is lowered again with the shapes carried as variables."""
+    sc = lw.scopes[-1]
+    saved = (list(sc.owned), lw.live)
+    try:
+        with lw.block() as blk:
+            vals = _lower_loop(lw, e, env, fixed_shapes=True)
+    except _ShapeVaries:
+        sc.owned, lw.live = list(saved[0]), saved[1]
+        return _lower_loop(lw, e, env, fixed_shapes=False)
+    for s in blk[0].stms:
+        lw.emit(s)
+    return vals
+
+
+def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
     live = lw.live
-    carried = [_carried(lw, p) for p in e.params]
-    for p, c, init in zip(e.params, carried, e.inits):
+    inits = []
+    for p, init in zip(e.params, e.inits):
         v = lw.atom(init, env)
-        if isinstance(c, Arr):
+        if not isinstance(p.type, ScalarType):
             if isinstance(v, Delayed):
                 v = lw.materialise(v)
             sc = lw.owned_here(v.base)
@@ -570,6 +601,13 @@ def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
                 v = lw.copy_arr(v)
                 lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
                                        if b.name != v.base.name]
+            if fixed_shapes:
+                v = Arr(v.base, v.data, tuple(lw.let("n", d) for d in v.shape), v.elem,
+                        v.aliases)
+        inits.append(v)
+    carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None)
+               for p, v in zip(e.params, inits)]
+    for c, v in zip(carried, inits):
         for s in _assign(lw, c, v):
             lw.emit(s)
     inner = dict(env)
@@ -592,13 +630,16 @@ def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
                             r = lw.copy_arr(r)
                             lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
                                                    if b.name != r.base.name]
+                    if fixed_shapes and isinstance(c, Arr) and tuple(r.shape) != tuple(c.shape):
+                        raise _ShapeVaries()
                     vals.append(r)
                 keep = {r.base.name for r in vals if isinstance(r, Arr)}
                 for b in lw.scopes[-1].owned:
                     if b.name not in keep:
                         lw.emit(K.Free(b))
-                temps = [lw.var("nx", K.type_of(r) if not isinstance(r, Arr) else None)
-                         if not isinstance(r, Arr) else _carried_like(lw, r) for r in vals]
+                temps = [lw.var("nx", K.type_of(r)) if not isinstance(r, Arr)
+                         else _carried_like(lw, r, c.shape if fixed_shapes else None)
+                         for r, c in zip(vals, carried)]
                 for t, r in zip(temps, vals):
                     for s in _assign(lw, t, r):
                         lw.emit(s)
@@ -632,10 +673,11 @@ def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
     return list(carried)
 
 
-def _carried_like(lw: Lowerer, r: Arr) -> Arr:
+def _carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
     base = lw.var("nb", K.type_of(r.base))
     data = lw.var("nd", K.type_of(r.data))
-    shape = tuple(lw.var("nn", I64) for _ in r.shape)
+    if shape is None:
+        shape = tuple(lw.var("nn", I64) for _ in r.shape)
     return Arr(base, data, shape, r.elem, frozenset({base.name}))
 
 
