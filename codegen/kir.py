@@ -214,7 +214,7 @@ class Store:
 
 @dataclass(frozen=True)
 class Alloc:
-    """var = fresh memory for `count` (i64) elements of var.type.elem, 64-byte
+    """var = fresh memory for `count` (i64) elements of var.type.elem, 16-byte
     aligned, uninitialised; releasable with C free(). count <= 0 allocates a
     minimal block. Fails with MemoryError when the size overflows or the
     allocation fails."""

@@ -26,8 +26,8 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   poison: see `_cast_float_to_int`.
 - Load/Store/PtrAdd: `getelementptr inbounds` in elements (C pointer rules:
   a pointer stays within its object, one-past-the-end allowed).
-- Alloc: aligned_alloc(64, round_up(max(count, 1) * size, 64)) (from 4 MiB
-  on: 2 MiB aligned and madvise(MADV_HUGEPAGE), as numpy does); a size that
+- Alloc: malloc(max(count, 1) * size) (16-byte aligned); from 4 MiB on
+  aligned_alloc(2 MiB, ...) and madvise(MADV_HUGEPAGE), as numpy does; a size that
   overflows or a NULL result is `Fail("MemoryError", ALLOC_FAIL_MESSAGE,
   (count, elem_size))`. emit_module appends ALLOC_FAIL_MESSAGE to
   `m.messages` (via `Module.message`) when the module has an Alloc.
@@ -574,23 +574,28 @@ class _FnEmitter:
         b.cbranch(b.icmp_signed(">", n, _I64(limit)), fail_bb, try_bb)
         b.position_at_end(try_bb)
         raw = b.mul(n, _I64(size))
-        # Large blocks: 2 MiB aligned and advised as transparent huge pages
-        # (what numpy's allocator does), so that a fresh result costs one page
-        # fault per 2 MiB rather than per 4 KiB.
+        # Small blocks: malloc (16-byte aligned; the vector code uses unaligned
+        # loads, and aligned_alloc's slower path showed in profiles). Large
+        # blocks: 2 MiB aligned and advised as transparent huge pages (what
+        # numpy's allocator does), so that a fresh result costs one page fault
+        # per 2 MiB rather than per 4 KiB.
         huge = b.icmp_signed(">=", raw, _I64(_HUGE_MIN))
-        align = b.select(huge, _I64(_HUGE), _I64(_ALIGN))
-        nbytes = b.and_(b.add(raw, b.sub(align, _I64(1))), b.neg(align))
-        aa = self.decls.get("aligned_alloc", _PTR, [_I64, _I64])
-        p = b.call(aa, [align, nbytes])
-        b.store(p, self.var_slot(s.var))
+        slot = self.var_slot(s.var)
+        with b.if_else(huge) as (then, otherwise):
+            with then:
+                nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
+                aa = self.decls.get("aligned_alloc", _PTR, [_I64, _I64])
+                hp = b.call(aa, [_I64(_HUGE), nbytes])
+                b.store(hp, slot)
+                with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
+                    madvise = self.decls.get("madvise", _I32, [_PTR, _I64, _I32])
+                    b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
+            with otherwise:
+                malloc = self.decls.get("malloc", _PTR, [_I64])
+                b.store(b.call(malloc, [raw]), slot)
+        p = b.load(slot)
         null = b.icmp_unsigned("==", p, ir.Constant(_PTR, None))
-        advise_bb = self.new_block("alloc.advise")
-        b.cbranch(null, fail_bb, advise_bb)
-        b.position_at_end(advise_bb)
-        with b.if_then(huge):
-            madvise = self.decls.get("madvise", _I32, [_PTR, _I64, _I32])
-            b.call(madvise, [p, nbytes, _I32(_MADV_HUGEPAGE)])
-        b.branch(ok_bb)
+        b.cbranch(null, fail_bb, ok_bb)
         b.position_at_end(fail_bb)
         self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
         self.goto(ok_bb)

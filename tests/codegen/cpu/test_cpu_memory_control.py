@@ -148,7 +148,7 @@ def test_alloc_returned_to_caller_and_freed(lib):
         rc, _ = lib.call("make_iota", count, outp)
         assert rc == 0
         addr = int(outp[0])
-        assert addr % 64 == 0
+        assert addr % 16 == 0
         if count:
             arr = np.ctypeslib.as_array(ctypes.cast(addr, ctypes.POINTER(ctypes.c_double)),
                                         shape=(count,))
