@@ -73,6 +73,8 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
     if optimise is not None:
         program = optimise(program)
     module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
+    from ..memory import hoist_allocations
+    module = hoist_allocations(module)
     K.check_module(module)
     return module
 
