@@ -23,39 +23,87 @@ def _assigned(b: K.Block) -> set[str]:
     return out
 
 
-def _hoist_from_loop(loop, outer_assigned_before: set) -> tuple[list, K.Stm, list]:
-    """(allocations to put before the loop, the loop, frees after it)."""
+def _has_load(e: K.Expr) -> bool:
+    return isinstance(e, K.Load) or any(_has_load(c) for c in K.children(e))
+
+
+def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
+    """(statements to put before the loop, the loop, frees after it)."""
     body = loop.body
-    changed = body.stms
+    stms = body.stms
     assigned = _assigned(body)
     if isinstance(loop, K.For):
         assigned.add(loop.var.name)
-    top_frees = {s.ptr.name for s in changed
-                 if isinstance(s, K.Free) and isinstance(s.ptr, K.KVar)}
-    before, keep = [], []
+    set_count: dict[str, int] = {}
+
+    def count_sets(b):
+        for t in b.stms:
+            if isinstance(t, (K.Set, K.Alloc)):
+                set_count[t.var.name] = set_count.get(t.var.name, 0) + 1
+            for sb in K.sub_blocks(t):
+                count_sets(sb)
+    count_sets(body)
+    top_sets: dict[str, K.Set] = {}     # filled in order: a size may only use
+                                        # definitions that come before its Alloc
+    memo: dict[str, bool] = {}
+
+    def invariant(name: str) -> bool:
+        """Set once at the top of the body from loop-invariant values (no
+        memory reads): the same value in every iteration."""
+        if name not in assigned:
+            return True
+        if name in memo:
+            return memo[name]
+        memo[name] = False
+        t = top_sets.get(name)
+        ok = (t is not None and not _has_load(t.value)
+              and all(invariant(v) for v in K.expr_vars(t.value)))
+        memo[name] = ok
+        return ok
+
+    top_frees = {t.ptr.name for t in stms if isinstance(t, K.Free) and isinstance(t.ptr, K.KVar)}
+    before, keep, needed = [], [], []
     moved: set[str] = set()
-    for s in changed:
-        if (isinstance(s, K.Alloc) and s.var.name in top_frees
-                and not (K.expr_vars(s.count) & assigned)
-                and sum(1 for t in changed if isinstance(t, (K.Alloc, K.Set))
-                        and getattr(t, "var", None) is not None
-                        and t.var.name == s.var.name) == 1
-                and not _reassigned_inside(body, s.var.name, s)):
-            before.append(s)
-            moved.add(s.var.name)
+    for t in stms:
+        if isinstance(t, K.Set) and set_count.get(t.var.name) == 1:
+            top_sets[t.var.name] = t
+        if (isinstance(t, K.Alloc) and t.var.name in top_frees
+                and set_count.get(t.var.name) == 1
+                and all(invariant(v) for v in K.expr_vars(t.count))):
+            needed += [v for v in _defs_needed(t.count, assigned, top_sets) if v not in needed]
+            before.append(t)
+            moved.add(t.var.name)
             continue
-        keep.append(s)
+        keep.append(t)
     if not moved:
         return [], loop, []
-    keep = [s for s in keep if not (isinstance(s, K.Free) and isinstance(s.ptr, K.KVar)
-                                    and s.ptr.name in moved)]
+    keep = [t for t in keep if not (isinstance(t, K.Free) and isinstance(t.ptr, K.KVar)
+                                    and t.ptr.name in moved)]
     after = [K.Free(a.var) for a in before]
+    # the definitions the sizes need are computed once before the loop too
+    # (and again inside, where the body uses them: the same value)
+    order = [t for t in stms if isinstance(t, K.Set) and t.var.name in needed]
     new_body = K.Block(tuple(keep))
     if isinstance(loop, K.For):
         loop = K.For(loop.var, loop.lo, loop.hi, new_body)
     else:
         loop = K.While(loop.cond, new_body)
-    return before, loop, after
+    return order + before, loop, after
+
+
+def _defs_needed(e: K.Expr, assigned: set, top_sets: dict) -> list[str]:
+    """Body variables an invariant expression reads, definitions first."""
+    out: list[str] = []
+
+    def visit(name):
+        if name not in assigned or name in out:
+            return
+        for v in K.expr_vars(top_sets[name].value):
+            visit(v)
+        out.append(name)
+    for v in K.expr_vars(e):
+        visit(v)
+    return out
 
 
 def _reassigned_inside(b: K.Block, name: str, alloc) -> bool:
@@ -84,7 +132,7 @@ def _block(b: K.Block, in_par: bool) -> K.Block:
             inner = _block(s.body, in_par)
             loop = (K.For(s.var, s.lo, s.hi, inner) if isinstance(s, K.For)
                     else K.While(s.cond, inner))
-            before, loop, after = _hoist_from_loop(loop, set())
+            before, loop, after = _hoist_from_loop(loop)
             out += before
             out.append(loop)
             out += after
