@@ -52,7 +52,7 @@ def translate_listcomp(ctx: Ctx, node: cst.ListComp) -> ArrayV:
         arrays = list(ctx.b.bind(ir.Filter(width, lam, tuple(arrays)), "kept", loc))
         width = ctx.b.bind1(ir.Size(arrays[0], 0), "len", loc)
     sub, params = _lambda_ctx(ctx, src, comp)
-    v = harden(translate_expr(sub, node.elt))
+    v = harden(translate_expr(sub, node.elt), ctx.src, node.elt)
     atoms = flatten_value(v)
     if not atoms:
         raise ctx.error(node.elt, "a comprehension element must hold at least one value")
