@@ -389,3 +389,15 @@ def test_def_in_a_branch_does_not_constrain_code_after_the_if():
             return s + k
         """, "f", [1, 2], True)
     assert got == 5 + 2
+
+
+def test_comprehension_target_with_the_name_of_a_captured_local():
+    got = run("""
+        @ps.entry
+        def f(xs: ps.Array[int]) -> ps.Array[int]:
+            k = 100
+            def g(v: int) -> int:
+                return v + k
+            return [g(k) for k in xs]
+        """, "f", [1, 2])
+    assert list(got) == [101, 102]
