@@ -22,6 +22,8 @@ LITERALS = ["0", "1", "-1", "2", "3", "7", "100", "127", "128", "255", "300", "-
             "1e-320", "True", "False", "ps.inf", "ps.nan", "-ps.inf", "ps.f32(1.5)", "ps.i8(3)",
             "ps.u8(200)", "ps.i32(0)", "ps.f64(0.0)", "int(2.5)", "float(3)", "(1, 2)", "[1, 2]", "[]",
             "xs", "x", "None", "'s'", "len(xs)", "ps.iota(3)", "2 ** 70 // 2 ** 60"]
+EDGE = ["2**63", "2**64", "-2**63 - 1", "10**30", "2**31", "128", "256", "-1", "0", "1e308", "0.5",
+        "2.0**1000"]
 BINOPS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "@"]
 COMPARES = ["<", "<=", ">", ">=", "==", "!=", "is", "in", "not in"]
 BOOLOPS = ["and", "or"]
@@ -97,7 +99,7 @@ def m_expr_to_literal(module, src, rng):
     if not es:
         return None
     t = rng.choice(es)
-    new = rng.choice(LITERALS)
+    new = rng.choice(EDGE if rng.random() < 0.5 else LITERALS)
     return f"expression {module.code_for_node(t)[:40]} -> {new}", _replace(module, t, _expr(new))
 
 
