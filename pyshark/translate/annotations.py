@@ -53,16 +53,12 @@ def _parse(env, node: cst.BaseExpression) -> SType:
             return env.records[node.value]
     if isinstance(node, (cst.Name, cst.Attribute)):
         for q in env.src.qualified_names(node):
-            if isinstance(node, cst.Attribute) and not q.endswith("." + node.attr.value):
-                continue              # libcst names `int.real` builtins.int
             t = scalar_of_qualname(q)
             if t is not None:
                 return SScalar(t)
         raise NotAType()
     if isinstance(node, cst.Subscript):
         quals = env.src.qualified_names(node.value) if isinstance(node.value, (cst.Name, cst.Attribute)) else set()
-        if isinstance(node.value, cst.Attribute):
-            quals = {q for q in quals if q.endswith("." + node.value.attr.value)}
         items = []
         for el in node.slice:
             if not isinstance(el.slice, cst.Index):

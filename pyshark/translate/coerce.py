@@ -137,15 +137,21 @@ def coerce(v: Value, st: SType, src, node: cst.CSTNode, *, strict: bool, what: s
     raise src.error(node, f"{what} must be {type_name(st)}, not {type_name(got)}")
 
 
-def weak_retyped(v: Value, st: SType) -> bool:
-    """Whether coercing v to st gives some weak constant in it a type other
-    than its default one (an entry's return converted at the boundary)."""
+def weak_retyped(v: Value, st: SType):
+    """The first weak constant in v that coercing v to st gives a type other
+    than its default one, as (value, type), or None (an entry's return value
+    converted at the boundary)."""
     if isinstance(v, ScalarV):
-        return v.weak and isinstance(st, SScalar) and v.type is not st.t
+        if v.weak and isinstance(st, SScalar) and v.type is not st.t:
+            return v.atom.value, st.t
+        return None
     if isinstance(v, TupleV) and isinstance(st, (STuple, SRecord)):
         want = st.elems if isinstance(st, STuple) else st.field_types
-        return any(weak_retyped(e, t) for e, t in zip(v.elems, want))
-    return False
+        for e, t in zip(v.elems, want):
+            hit = weak_retyped(e, t)
+            if hit is not None:
+                return hit
+    return None
 
 
 def has_weak(v: Value) -> bool:

@@ -197,12 +197,9 @@ def check_module_attribute(ctx: Ctx, node: cst.Attribute) -> None:
         if isinstance(b, LocalDef) or (b is None and (root.value in env.functions or root.value in
                                                       env.records or root.value in env.aliases)):
             raise ctx.error(node, msg, hint)
-    attr = node.attr.value
-    quals = ctx.src.qualified_names(node)
-    members = {q for q in quals if q.endswith("." + attr)}
-    if not members and any(q.startswith("builtins.") for q in quals):
-        raise ctx.error(node, msg, hint)        # libcst names `int.bit_length` builtins.int
-    for q in members:
+        if b is None and any(q.startswith("builtins.") for q in ctx.src.qualified_names(root)):
+            raise ctx.error(node, msg, hint)
+    for q in ctx.src.qualified_names(node):
         if q.startswith("builtins."):
             raise ctx.error(node, msg, hint)
         if q.startswith("pyshark.prelude.") and "." in q[len("pyshark.prelude."):]:

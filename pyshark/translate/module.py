@@ -262,14 +262,14 @@ def _check_entry_calls(env: ModuleEnv) -> None:
     Python int in Python mode, so such a call is a located error."""
     for top, node in env.entry_calls:
         if top.weak_returns:
-            ret = top.weak_returns[0]
-            code = env.src.code(ret)
+            ret, value, t = top.weak_returns[0]
             line = env.src.loc(ret).line
-            raise env.src.error(node, f"'{top.name}' is an entry whose return value {code} (line "
-                                      f"{line}) is a constant converted to {type_name(top.ret)} only "
-                                      f"at the entry boundary; called from PyShark code it stays a "
-                                      f"Python number in Python mode",
-                                hint=f"return {type_name(top.ret)}({code}) in '{top.name}'")
+            raise env.src.error(node, f"'{top.name}' is an entry whose return value "
+                                      f"{env.src.code(ret)} (line {line}) holds the constant "
+                                      f"{value!r}, converted to {type_name(t)} only at the entry "
+                                      f"boundary; called from PyShark code it stays a Python "
+                                      f"number in Python mode",
+                                hint=f"write {type_name(t)}({value!r}) in '{top.name}'")
 
 
 def _reject_recursion(src: SourceInfo, program: ir.Program) -> None:

@@ -252,8 +252,9 @@ def translate_return(ctx: Ctx, st: cst.Return) -> Value:
     if frame.ret_stype is not None:
         top = ctx.env.functions.get(frame.name)
         entry = top is not None and top.is_entry and top.node is frame.def_node
-        if entry and weak_retyped(v, frame.ret_stype):
-            top.weak_returns.append(st.value)
+        retyped = weak_retyped(v, frame.ret_stype) if entry else None
+        if retyped is not None:
+            top.weak_returns.append((st.value,) + retyped)
         kind = "" if entry else "local function " if top is None or top.node is not frame.def_node \
             else "helper "
         v = coerce(v, frame.ret_stype, ctx.src, st.value, strict=not entry,

@@ -259,3 +259,29 @@ def test_builtin_min_message_grammar():
         """)
     assert "so this int constant (a Python int in Python mode) must already be ps.i32" in err.message
     assert "this a" not in err.message
+
+
+def test_attribute_of_a_builtin_as_a_loop_iterable():
+    reject("""
+        @ps.entry
+        def f(n: int) -> int:
+            s = 0
+            for i in range.x(n):  # <-
+                s = s + i
+            return s
+        """, contains="attributes of builtins, functions and types (range.x)")
+
+
+def test_a_tuple_is_not_a_record():
+    # Python mode: a helper returning a plain tuple for a record type gives
+    # the caller no fields (AttributeError), so it must build the record
+    err = reject("""
+        class P(NamedTuple):
+            a: ps.i8
+        def g(x: ps.i8) -> P:
+            return (x,)  # <-
+        @ps.entry
+        def f(x: ps.i8) -> ps.i8:
+            return g(x).a
+        """, contains="must be a P record, not a tuple")
+    assert err.hint == "build the record: P(...)"

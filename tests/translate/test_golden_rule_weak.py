@@ -341,8 +341,8 @@ def test_entry_returning_a_converted_constant_cannot_be_called_from_pyshark_code
         @ps.entry
         def twice(x: ps.i8) -> ps.i64:
             return ps.i64(cap(x) * 2)  # <-
-        """, contains="'cap' is an entry whose return value 100 (line 7)")
-    assert err.hint == "return ps.i8(100) in 'cap'"
+        """, contains="'cap' is an entry whose return value 100 (line 7) holds the constant 100")
+    assert err.hint == "write ps.i8(100) in 'cap'"
     got = run("""
         @ps.entry
         def one() -> int:
@@ -352,3 +352,16 @@ def test_entry_returning_a_converted_constant_cannot_be_called_from_pyshark_code
             return one() + one()
         """, "two")
     assert got == 2
+
+
+def test_entry_returning_a_tuple_with_a_converted_constant_names_the_constant():
+    err = reject("""
+        @ps.entry
+        def e(x: ps.i8) -> tuple[ps.i8, ps.f32]:
+            return (x, 0.5)
+        @ps.entry
+        def g(x: ps.i8) -> ps.f32:
+            a, b = e(x)  # <-
+            return b
+        """, contains="holds the constant 0.5, converted to ps.f32 only at the entry boundary")
+    assert err.hint == "write ps.f32(0.5) in 'e'"
