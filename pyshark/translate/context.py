@@ -63,21 +63,24 @@ class Scope:
     tried again) does not see the marks of the other translation."""
 
     def __init__(self, parent: Optional["Scope"] = None, boundary: bool = False,
-                 local_names: Optional[dict] = None):
+                 local_names: Optional[dict] = None, kind: Optional[str] = None):
         self.parent = parent
         self.boundary = boundary
+        self.kind = kind                        # "def" for the body of an inlined local def
         self.vars: dict[str, object] = {}
         self.origins: dict[str, cst.CSTNode] = {}   # name -> the node it was last bound from here
         self.local_names: dict[str, LocalName] = dict(local_names or {})
         self.captured: dict[str, str] = {}      # name -> the def/lambda created here capturing it
 
-    def child(self, boundary: bool = False, local_names: Optional[dict] = None) -> "Scope":
-        return Scope(self, boundary, local_names)
+    def child(self, boundary: bool = False, local_names: Optional[dict] = None,
+              kind: Optional[str] = None) -> "Scope":
+        return Scope(self, boundary, local_names, kind)
 
     def lookup(self, name: str):
         """The binding of name: a Value, LocalDef or Unbound marker, or None
         when no enclosing body has such a local (a module-level name)."""
         s = self
+        in_def = False           # looked through the body of an inlined local def
         while s is not None:
             if name in s.vars:
                 return s.vars[name]
@@ -85,9 +88,14 @@ class Scope:
                 info = s.local_names[name]
                 hint = (f"give the local another name to use the module-level '{name}' here"
                         if info.shadows else f"bind '{name}' before this line")
+                where = "it is read here before it is bound"
+                if in_def:
+                    where = ("the local function reading it here was defined before it was bound "
+                             "(PyShark inlines a local function with the names bound at its def)")
+                    hint = (hint + ", or " if info.shadows else "") + f"bind '{name}' before the def"
                 return LocalUnbound(f"'{name}' is assigned in this function (line {info.line}), so "
-                                    f"Python treats it as local throughout: it is read here before "
-                                    f"it is bound", hint)
+                                    f"Python treats it as local throughout: {where}", hint)
+            in_def = in_def or s.kind == "def"
             s = s.parent
         return None
 

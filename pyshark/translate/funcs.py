@@ -112,7 +112,7 @@ class LocalDefFunV(UserFunV):
         self.check_arity(ctx, args, node)
         if self in ctx.fs.inlining:
             raise ctx.error(node, f"recursive local function '{self.name}' is not supported")
-        scope = self.scope.child(boundary=True, local_names=self._locals)
+        scope = self.scope.child(boundary=True, local_names=self._locals, kind="def")
         for n, st, v, an in zip(self._params, self._stypes, args, arg_nodes):
             if st is not None:
                 v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{n}' of '{self.name}'")

@@ -401,3 +401,19 @@ def test_comprehension_target_with_the_name_of_a_captured_local():
             return [g(k) for k in xs]
         """, "f", [1, 2])
     assert list(got) == [101, 102]
+
+
+def test_local_def_reading_a_name_first_bound_in_a_later_loop():
+    # Python looks i up when g runs; PyShark inlines g with the names bound
+    # at its def, so this is an error (never a wrong value) that says so
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[int]) -> int:
+            def g(v: int) -> int:
+                return v + i  # <-
+            s = 0
+            for i in range(3):
+                s = s + ps.sum(ps.map(g, xs))
+            return s
+        """, contains="the local function reading it here was defined before it was bound")
+    assert err.hint == "bind 'i' before the def"
