@@ -18,7 +18,7 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, F32, F64, I64, ScalarType
 from .coerce import const_fits, const_text, const_value, harden, weak_to
-from .values import ArrayV, ScalarV, TupleV, Value, type_name, weak
+from .values import ArrayV, ScalarV, Value, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 BITWISE = {"band", "bor", "bxor", "shl", "shr"}

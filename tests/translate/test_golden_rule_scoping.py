@@ -4,7 +4,6 @@ after the final return is an error, and a name captured by a local def may
 not be rebound after the def anywhere."""
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from translate_helpers import reject, run
