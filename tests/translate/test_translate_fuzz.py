@@ -32,11 +32,6 @@ def test_sources_present():
     assert len(SOURCES) >= 30
 
 
-def test_unmutated_sources_are_accepted_or_located_errors():
-    for path in SOURCES:
-        assert outcome(path.read_text(), str(path)) is None, path
-
-
 def test_mutations_translate_or_give_located_compile_errors():
     rng = random.Random(SEED)
     texts = {p: p.read_text() for p in SOURCES}
