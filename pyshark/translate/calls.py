@@ -13,7 +13,8 @@ from ..core.types import SArray, SRecord, SScalar
 from .annotations import parse_type
 from .coerce import coerce
 from .context import Ctx, LocalDef, Unbound
-from .exprs import FUNCTION_NOT_VALUE, translate_expr
+from .exprs import (FUNCTION_NOT_VALUE, attribute_root, check_module_attribute, rooted_at_value,
+                    translate_expr)
 from .values import FunV, TupleV, TypeArg, Value
 
 NON_VALUE_BUILTINS = {
@@ -61,15 +62,14 @@ def translate_call(ctx: Ctx, node: cst.Call) -> Value:
         if name in env.constants:
             raise ctx.error(func, f"'{name}' is a value, not a function")
     if isinstance(func, cst.Attribute):
-        base = func.value
-        is_value = not isinstance(base, (cst.Name, cst.Attribute)) or (
-            isinstance(base, cst.Name) and (ctx.scope.lookup(base.value) is not None
-                                            or base.value in env.constants
-                                            or base.value in env.records))
-        if is_value:
+        if rooted_at_value(ctx, func):
+            root = attribute_root(func)
+            if root is not None:
+                translate_expr(ctx, root)        # a local read before it is bound says so first
             raise ctx.error(func.attr, f"methods are not supported ('.{func.attr.value}(...)')",
                             hint="records are NamedTuples with fields only; call a top-level "
                                  "function or a prelude function instead")
+        check_module_attribute(ctx, func)
     if isinstance(func, (cst.Name, cst.Attribute)):
         quals = ctx.src.qualified_names(func)
         pc = prelude()
@@ -116,6 +116,8 @@ def prelude_arg(ctx: Ctx, node: cst.BaseExpression):
     from .funcs import LambdaFunV, RecordFunV
     env = ctx.env
     if isinstance(node, cst.Lambda):
+        from .funcs import mark_captures
+        mark_captures(ctx, node, f"the lambda at line {ctx.loc(node).line}")
         return LambdaFunV(node, ctx.scope, ctx.src)
     if isinstance(node, cst.Name):
         b = ctx.scope.lookup(node.value)

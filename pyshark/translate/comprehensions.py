@@ -12,12 +12,16 @@ from ..core.types import BOOL, SArray
 from .context import Ctx
 from .exprs import bool_value, lazy_bool, translate_expr
 from .iteration import iter_source
+from .scoping import local_names
 from .coerce import harden
 from .values import ArrayV, flatten_value, new_buffer, value_stype
 
 
-def _lambda_ctx(ctx: Ctx, src, comp: cst.CompFor):
-    sub = ctx.nested()
+def _lambda_ctx(ctx: Ctx, src, comp: cst.CompFor, locals_: dict):
+    """The context of the element (or filter) lambda: a boundary scope whose
+    local names are the comprehension's targets (Python 3 gives a
+    comprehension its own scope)."""
+    sub = ctx.with_scope(ctx.scope.child(boundary=True, local_names=locals_), b=ctx.b.sub())
     params = [sub.b.var(t, "x") for t in src.param_types()]
     from .stmts import bind_target
     bind_target(sub, comp.target, src.element_from_params(sub, params))
@@ -41,18 +45,19 @@ def translate_listcomp(ctx: Ctx, node: cst.ListComp) -> ArrayV:
                         hint="nest comprehensions for 2-D: [[e for y in ys] for x in xs], or use "
                              "ps.flatten of that")
     src = iter_source(ctx, comp.iter)
+    locals_ = local_names(ctx.src, node)
     arrays = src.map_arrays(ctx)
     width = src.width
     loc = ctx.loc(node)
     if comp.ifs:
-        sub, params = _lambda_ctx(ctx, src, comp)
+        sub, params = _lambda_ctx(ctx, src, comp, locals_)
         cond = conditions(sub, [c.test for c in comp.ifs], node)
         atom = cond.atom if not cond.weak else ir.Const(bool(cond.atom.value), BOOL)
         lam = ir.Lambda(tuple(params), sub.b.body([atom]), (BOOL,))
         arrays = list(ctx.b.bind(ir.Filter(width, lam, tuple(arrays)), "kept", loc))
         width = ctx.b.bind1(ir.Size(arrays[0], 0), "len", loc)
-    sub, params = _lambda_ctx(ctx, src, comp)
-    v = harden(translate_expr(sub, node.elt))
+    sub, params = _lambda_ctx(ctx, src, comp, locals_)
+    v = harden(translate_expr(sub, node.elt), ctx.src, node.elt)
     atoms = flatten_value(v)
     if not atoms:
         raise ctx.error(node.elt, "a comprehension element must hold at least one value")

@@ -25,6 +25,13 @@ class Unbound:
     hint: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class LocalUnbound(Unbound):
+    """A name that is local to the function (Python: assigned anywhere in it)
+    but not bound where it is read: reading it is an error, and it does not
+    fall back to a module-level name or builtin of the same name."""
+
+
 @dataclass
 class LocalDef:
     """A `def` inside a function: inlined where it is called or passed."""
@@ -33,29 +40,69 @@ class LocalDef:
     fun: object = None      # the LocalDefFunV (set by funcs.py)
 
 
+@dataclass(frozen=True)
+class LocalName:
+    """A name local to a function body: where it is first bound, and whether
+    it shadows a module-level name or builtin."""
+    line: int
+    shadows: bool = False
+
+
 class Scope:
     """Surface names of one body; lookups fall back to the parent.
 
-    `boundary` marks the outermost scope of a function or lambda body:
-    assignment checks for captured names stop there (an assignment inside a
-    local def makes a new local of that def, as in Python)."""
+    `boundary` marks the outermost scope of a function, lambda or
+    comprehension body. A boundary scope knows the names local to that body
+    (`local_names`, Python's rule: assigned anywhere in it); a local name that
+    is not bound yet reads as a LocalUnbound marker instead of falling back to
+    an enclosing or module-level binding. `captured` records, in the scope
+    where a local def or lambda is created, the enclosing names it captures:
+    rebinding one of them is an error wherever that def is still visible
+    (this scope and its children), and only there, so a path that is
+    translated twice (the rest of a block after a returning if, a loop body
+    tried again) does not see the marks of the other translation."""
 
-    def __init__(self, parent: Optional["Scope"] = None, boundary: bool = False):
+    def __init__(self, parent: Optional["Scope"] = None, boundary: bool = False,
+                 local_names: Optional[dict] = None, kind: Optional[str] = None):
         self.parent = parent
         self.boundary = boundary
+        self.kind = kind                        # "def" for the body of an inlined local def
         self.vars: dict[str, object] = {}
-        self.captured: dict[str, str] = {}      # name -> local def capturing it
+        self.origins: dict[str, cst.CSTNode] = {}   # name -> the node it was last bound from here
+        self.local_names: dict[str, LocalName] = dict(local_names or {})
+        self.captured: dict[str, str] = {}      # name -> the def/lambda created here capturing it
 
-    def child(self, boundary: bool = False) -> "Scope":
-        return Scope(self, boundary)
+    def child(self, boundary: bool = False, local_names: Optional[dict] = None,
+              kind: Optional[str] = None) -> "Scope":
+        return Scope(self, boundary, local_names, kind)
 
     def lookup(self, name: str):
+        """The binding of name: a Value, LocalDef or Unbound marker, or None
+        when no enclosing body has such a local (a module-level name)."""
         s = self
+        in_def = False           # looked through the body of an inlined local def
         while s is not None:
             if name in s.vars:
                 return s.vars[name]
+            if s.boundary and name in s.local_names:
+                info = s.local_names[name]
+                hint = (f"give the local another name to use the module-level '{name}' here"
+                        if info.shadows else f"bind '{name}' before this line")
+                where = "it is read here before it is bound"
+                if in_def:
+                    where = ("the local function reading it here was defined before it was bound "
+                             "(PyShark inlines a local function with the names bound at its def)")
+                    hint = (hint + ", or " if info.shadows else "") + f"bind '{name}' before the def"
+                return LocalUnbound(f"'{name}' is assigned in this function (line {info.line}), so "
+                                    f"Python treats it as local throughout: {where}", hint)
+            in_def = in_def or s.kind == "def"
             s = s.parent
         return None
+
+    def bound(self, name: str):
+        """lookup, with a not-yet-bound local name as None."""
+        b = self.lookup(name)
+        return None if isinstance(b, LocalUnbound) else b
 
     def owner(self, name: str) -> Optional["Scope"]:
         s = self
@@ -65,16 +112,38 @@ class Scope:
             s = s.parent
         return None
 
-    def set(self, name: str, value) -> None:
-        self.vars[name] = value
+    def origin(self, name: str) -> Optional[cst.CSTNode]:
+        """The node the name's current binding came from (for locating errors)."""
+        s = self.owner(name)
+        return s.origins.get(name) if s is not None else None
 
-    def captured_by(self, name: str) -> Optional[str]:
-        """The local def that captured `name`, looking up to the function boundary."""
+    def set(self, name: str, value, origin: Optional[cst.CSTNode] = None) -> None:
+        self.vars[name] = value
+        if origin is not None:
+            self.origins[name] = origin
+        else:
+            self.origins.pop(name, None)
+
+    def function_of(self, name: str) -> Optional["Scope"]:
+        """The boundary scope of the body in which `name` is a local."""
         s = self
         while s is not None:
-            if name in s.vars:
-                return s.captured.get(name)
-            if s.boundary:
+            if s.boundary and name in s.local_names:
+                return s
+            s = s.parent
+        return None
+
+    def captured_by(self, name: str) -> Optional[str]:
+        """The local def or lambda that captured `name`, looking up to the
+        body `name` is local to."""
+        f = self.function_of(name)
+        if f is None:
+            return None
+        s = self
+        while s is not None:
+            if name in s.captured:
+                return s.captured[name]
+            if s is f:
                 return None
             s = s.parent
         return None
@@ -97,7 +166,6 @@ class Frame:
     ret_stype: object               # SType or None (unannotated local def)
     def_node: cst.CSTNode
     loop_depth: int = 0
-    inline_depth: int = 0
 
 
 @dataclass
@@ -105,10 +173,11 @@ class FunState:
     """State shared by every context of one FunDef."""
     names: NameGen
     fname: str
-    param_vars: set = field(default_factory=set)      # core names of parameter arrays
+    param_vars: dict = field(default_factory=dict)    # core names of parameter parts -> parameter
     followers: list = field(default_factory=list)     # stack of lists of cst nodes run later
     inlining: list = field(default_factory=list)      # local defs being inlined (recursion guard)
     falloff: Optional[str] = None                     # the test of an if whose else path falls off
+    ret_nodes: dict = field(default_factory=dict)     # id(returned value) -> its return expression
 
 
 class Ctx:

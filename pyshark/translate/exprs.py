@@ -162,16 +162,55 @@ def qualified_value(ctx: Ctx, node: cst.CSTNode, shown: str) -> Value:
     raise ctx.error(node, f"name '{shown}' is not defined")
 
 
+def attribute_root(node: cst.BaseExpression) -> Optional[cst.Name]:
+    """The name an attribute chain starts from (`s` in `s.a.x`), if any."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node if isinstance(node, cst.Name) else None
+
+
+def rooted_at_value(ctx: Ctx, node: cst.Attribute) -> bool:
+    """Whether an attribute chain starts from a value (a local name or a
+    module constant), so that it is a chain of record fields; otherwise it
+    names something in a module (`ps.map`, `math.pi`)."""
+    root = attribute_root(node)
+    if root is None:
+        return True
+    b = ctx.scope.lookup(root.value)
+    if b is not None:
+        return not isinstance(b, LocalDef)
+    return root.value in ctx.env.constants
+
+
+def check_module_attribute(ctx: Ctx, node: cst.Attribute) -> None:
+    """Only module members (`ps.map`, `math.sqrt`) may be named with a dot:
+    attributes of builtins, prelude functions and types, and of this module's
+    functions, records and aliases (`float.__neg__`, `int.bit_length`,
+    `ps.f32.__add__`, `Vec3._make`) are outside the subset."""
+    code = ctx.src.code(node)
+    root = attribute_root(node)
+    msg = f"attributes of builtins, functions and types ({code}) are not in the subset"
+    hint = "use operators, prelude functions and the builtins the language lists, e.g. -x, ps.abs(x)"
+    if root is not None:
+        b = ctx.scope.lookup(root.value)
+        env = ctx.env
+        if isinstance(b, LocalDef) or (b is None and (root.value in env.functions or root.value in
+                                                      env.records or root.value in env.aliases)):
+            raise ctx.error(node, msg, hint)
+        if b is None and any(q.startswith("builtins.") for q in ctx.src.qualified_names(root)):
+            raise ctx.error(node, msg, hint)
+    for q in ctx.src.qualified_names(node):
+        if q.startswith("builtins."):
+            raise ctx.error(node, msg, hint)
+        if q.startswith("pyshark.prelude.") and "." in q[len("pyshark.prelude."):]:
+            raise ctx.error(node, msg, hint)
+
+
 def translate_attribute(ctx: Ctx, node: cst.Attribute) -> Value:
-    base = node.value
-    if isinstance(base, cst.Name) and (ctx.scope.lookup(base.value) is not None
-                                       or base.value in ctx.env.constants):
-        return field_of(ctx, translate_name(ctx, base), node)
-    if isinstance(base, (cst.Name, cst.Attribute)):
-        quals = ctx.src.qualified_names(node)
-        if quals:
-            return qualified_value(ctx, node, ctx.src.code(node))
-    return field_of(ctx, translate_expr(ctx, base), node)
+    if rooted_at_value(ctx, node):
+        return field_of(ctx, translate_expr(ctx, node.value), node)
+    check_module_attribute(ctx, node)
+    return qualified_value(ctx, node, ctx.src.code(node))
 
 
 def field_of(ctx: Ctx, v: Value, node: cst.Attribute) -> Value:
@@ -275,7 +314,6 @@ def translate_ifexp(ctx: Ctx, node: cst.IfExp) -> Value:
     ct, ce = ctx.nested(), ctx.nested()
     vt = translate_expr(ct, node.body)
     ve = translate_expr(ce, node.orelse)
-    vt, ve = ops.branch_types(ctx, vt, ve, node)
     vt, ve = merge_branches(ctx, vt, ve, node.body, node.orelse,
                             "the two branches of the conditional expression")
     return emit_choice(ctx, cond.atom, ct, vt, ce, ve, node)
@@ -321,7 +359,8 @@ def translate_list(ctx: Ctx, node: cst.List, expect: Optional[SType]) -> ArrayV:
     elem_expect = expect.elem if isinstance(expect, SArray) else None
     values = [translate_element(ctx, e, elem_expect) for e in node.elements]
     nodes = [e.value for e in node.elements]
-    values = [harden(v) for v in unify_values(ctx, values, nodes, "the elements of this list")]
+    values = [harden(v, ctx.src, n)
+              for v, n in zip(unify_values(ctx, values, nodes, "the elements of this list"), nodes)]
     st = value_stype(values[0])
     cols = list(zip(*[flatten_value(v) for v in values]))
     parts = []

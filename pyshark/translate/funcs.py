@@ -17,6 +17,7 @@ from .annotations import parse_type
 from .builder import Builder, NameGen
 from .coerce import coerce
 from .context import Ctx, Frame, FunState, LocalDef, Scope
+from .scoping import check_no_code_after_return, free_names, local_names
 from .values import ArrayV, FunV, TupleV, Value, flatten_value, rebuild_value
 
 
@@ -70,13 +71,14 @@ class LambdaFunV(UserFunV):
         self.scope = scope
         self.name = "<lambda>"
         self._params = [q.name.value for q in check_plain_params(src, node.params, "lambdas")]
+        self._locals = local_names(src, node)
 
     def param_names(self):
         return self._params
 
     def call(self, ctx, args, arg_nodes, node) -> Value:
         self.check_arity(ctx, args, node)
-        scope = self.scope.child(boundary=True)
+        scope = self.scope.child(boundary=True, local_names=self._locals)
         for n, v in zip(self._params, args):
             scope.set(n, v)
         from .exprs import translate_expr
@@ -94,6 +96,7 @@ class LocalDefFunV(UserFunV):
             self._params.append(q.name.value)
             self._stypes.append(parse_type(env, q.annotation.annotation) if q.annotation else None)
         self._ret = parse_type(env, node.returns.annotation) if node.returns else None
+        self._locals = local_names(env.src, node, env)
 
     def param_names(self):
         return self._params
@@ -109,7 +112,7 @@ class LocalDefFunV(UserFunV):
         self.check_arity(ctx, args, node)
         if self in ctx.fs.inlining:
             raise ctx.error(node, f"recursive local function '{self.name}' is not supported")
-        scope = self.scope.child(boundary=True)
+        scope = self.scope.child(boundary=True, local_names=self._locals, kind="def")
         for n, st, v, an in zip(self._params, self._stypes, args, arg_nodes):
             if st is not None:
                 v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{n}' of '{self.name}'")
@@ -144,6 +147,8 @@ class TopFunV(UserFunV):
 
     def call(self, ctx, args, arg_nodes, node) -> Value:
         self.check_arity(ctx, args, node)
+        if self.top.is_entry:
+            ctx.env.entry_calls.append((self.top, node))
         atoms = []
         for (pname, st, _), v, an in zip(self.top.params, args, arg_nodes):
             v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{pname}' of '{self.name}'")
@@ -204,17 +209,37 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 
 def translate_local_def(ctx: Ctx, node: cst.FunctionDef) -> None:
+    """Binds a local def. The names it reads from the enclosing bodies are
+    marked captured there: rebinding one of them after the def (anywhere:
+    in a branch, a loop, as a for target, by an in-place update) is an
+    error, since Python's late binding would see the new value."""
     if node.asynchronous is not None:
         raise ctx.error(node, "async functions are not supported")
     if node.decorators:
         raise ctx.error(node.decorators[0], "decorators on local functions are not supported")
+    name = node.name.value
+    check_rebinding(ctx, node.name, name, "redefining")
     funv = LocalDefFunV(ctx.env, node, ctx.scope)
-    params = set(funv.param_names())
-    for n in names_in(node.body) - params:
-        owner = ctx.scope.owner(n)
-        if owner is not None and not isinstance(owner.vars[n], LocalDef):
-            owner.captured.setdefault(n, funv.name)
-    ctx.scope.set(funv.name, LocalDef(node, ctx.scope, funv))
+    mark_captures(ctx, node, f"the local function '{name}'", skip=name)
+    ctx.scope.set(name, LocalDef(node, ctx.scope, funv), node.name)
+
+
+def mark_captures(ctx: Ctx, node, captor: str, skip: Optional[str] = None) -> None:
+    """Marks the names a local def or lambda reads from the enclosing bodies
+    as captured by `captor` (how messages name it) in the body they belong to."""
+    for n in free_names(node):
+        if n != skip and ctx.scope.function_of(n) is not None:
+            ctx.scope.captured.setdefault(n, captor)
+
+
+def check_rebinding(ctx: Ctx, name_node: cst.CSTNode, name: str, verb: str = "rebinding") -> None:
+    """A located error if `name` is captured by a local def or lambda and already bound."""
+    captor = ctx.scope.captured_by(name)
+    if captor is not None and ctx.scope.bound(name) is not None:
+        what = "def" if captor.startswith("the local function") else "lambda"
+        raise ctx.error(name_node, f"'{name}' is captured by {captor}; {verb} it after the {what} "
+                                   f"is not supported",
+                        hint="use a new name (Python's late binding would see the new value)")
 
 
 # ---------------------------------------------------------------------------
@@ -226,12 +251,13 @@ def translate_fundef(env, top) -> ir.FunDef:
     names = NameGen()
     b = Builder(names)
     fs = FunState(names, top.name)
-    scope = Scope(boundary=True)
+    check_no_code_after_return(env.src, top.node)
+    scope = Scope(boundary=True, local_names=local_names(env.src, top.node, env))
     params = []
     for pname, st, _ in top.params:
         vs = [b.var(t, pname) for t in flatten_stype(st)]
         params += vs
-        fs.param_vars |= {v.name for v in vs}
+        fs.param_vars.update({v.name: pname for v in vs})
         scope.set(pname, rebuild_value(st, vs, 0))
     frame = Frame(top.name, top.ret, top.node)
     ctx = Ctx(env, env.src, b, scope, fs, frame)

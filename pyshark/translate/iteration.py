@@ -190,9 +190,16 @@ def iter_source(ctx: Ctx, node: cst.BaseExpression):
         arr_nodes = args if kind == "zip" else args[:1]
         arrays = []
         for a in arr_nodes:
-            if _call_name(ctx, a) == "range":
+            inner = _call_name(ctx, a)
+            if inner == "range":
                 raise ctx.error(a, f"{kind}() over range(...) is not supported",
                                 hint="use ps.iota(n) for the indices")
+            if inner in ("zip", "enumerate"):
+                raise ctx.error(a, f"nesting {inner}(...) inside {kind}(...) is not supported (one "
+                                   f"level of range/zip/enumerate per loop or comprehension)",
+                                hint=f"iterate over range(len(xs)) and index the arrays, or use "
+                                     f"{kind}(ps.{inner}(...)) when the arrays have equal lengths"
+                                if inner == "zip" else "iterate over range(len(xs)) and index")
             v = translate_expr(ctx, a)
             if not isinstance(v, ArrayV):
                 raise ctx.error(a, f"{kind}() needs arrays, not {type_name(v.stype)}")

@@ -15,7 +15,7 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, I64, flatten_stype
 from ..errors import CompileError
-from .coerce import coerce, harden, is_weak
+from .coerce import coerce, harden, has_weak, is_weak
 from .context import Ctx, LocalDef, Unbound
 from .exprs import translate_condition
 from .iteration import ArraySource, iter_source
@@ -59,8 +59,12 @@ class _Assigned(cst.CSTVisitor):
         return False
 
 
-def carried_names(ctx: Ctx, body) -> tuple[list[str], set[str]]:
+def carried_names(ctx: Ctx, body, targets=None) -> tuple[list[str], set[str]]:
+    """The names bound before the loop that the body (or, for a for loop, its
+    `targets`) assigns, and the names the body updates in place."""
     v = _Assigned()
+    if targets is not None:
+        v._target(targets)
     body.visit(v)
     out = []
     for n in dict.fromkeys(v.names):
@@ -96,12 +100,15 @@ def _with_meta(v: Value, like: Value) -> Value:
     return v
 
 
-def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, extra_followers=()):
+def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, targets=None):
     """Shared by for and while. make_form(ctx, params_scope) -> (form, index or None);
-    bind_iter(body_ctx, index) binds the loop target."""
-    names, updated = carried_names(ctx, body_block)
+    bind_iter(body_ctx, index) binds the loop target. A for loop's target
+    names that are bound before the loop are carried too, so after the loop
+    they hold the last element (or their old value when there was none), as
+    in Python."""
+    names, updated = carried_names(ctx, body_block, targets)
     weak_inits = {n: ctx.scope.lookup(n) for n in names if is_weak(ctx.scope.lookup(n))}
-    inits = {n: harden(ctx.scope.lookup(n)) for n in names}
+    inits = {n: harden(ctx.scope.lookup(n), ctx.src, ctx.scope.origin(n) or st) for n in names}
     disown: set[str] = set()
     for _attempt in range(3):
         try:
@@ -118,11 +125,12 @@ def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, extra_followers=())
     for n in names:
         pv = params_vals[n]
         k = len(flatten_value(pv))
-        ctx.scope.set(n, _with_meta(rebuild_value(value_stype(pv), outs[:k]), pv))
+        ctx.scope.set(n, _with_meta(rebuild_value(value_stype(pv), outs[:k]), pv), st)
         outs = outs[k:]
     for n, v in bctx.scope.vars.items():
-        if n not in names and ctx.scope.lookup(n) is None:
-            ctx.scope.set(n, Unbound(f"'{n}' is bound only inside the loop body; bind it before the loop"))
+        if n not in names and ctx.scope.bound(n) is None:
+            ctx.scope.set(n, Unbound(f"'{n}' is bound only inside the loop body (Python would fail "
+                                     f"if the loop ran zero times); bind it before the loop"))
 
 
 def explain_weak_init(err: CompileError, weak_inits: dict) -> None:
@@ -176,8 +184,12 @@ def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
         if isinstance(v, LocalDef):
             raise ctx.error(st, f"'{n}' changes from a value to a function in the loop")
         want = value_stype(params_vals[n])
+        if has_weak(v):
+            # a constant assigned in the body stays a Python number in Python mode
+            v = coerce(v, want, ctx.src, bctx.scope.origin(n) or st, strict=True,
+                       what=f"loop-carried '{n}' (carried as {type_name(want)})")
         try:
-            v = coerce(v, want, ctx.src, st, strict=False, what=f"loop-carried '{n}'")
+            v = coerce(v, want, ctx.src, st, strict=True, what=f"loop-carried '{n}'")
         except CompileError:
             raise ctx.error(st, f"the loop changes the type of '{n}' from {type_name(want)} to "
                                 f"{type_name(value_stype(v))}",
@@ -215,8 +227,8 @@ def translate_for(ctx: Ctx, st: cst.For) -> None:
         return ir.ForLoop(k, src.width), k
 
     def bind_iter(bctx, k):
-        bind_target(bctx, st.target, src.element_at(bctx, k))
-    run_loop(ctx, st, st.body, make_form, bind_iter)
+        bind_target(bctx, st.target, src.element_at(bctx, k), st.target)
+    run_loop(ctx, st, st.body, make_form, bind_iter, st.target)
 
 
 def translate_while(ctx: Ctx, st: cst.While) -> None:

@@ -22,9 +22,11 @@ from ..core.types import SRecord, SType
 from ..errors import CompileError
 from .annotations import parse_type
 from .builder import Builder, NameGen
+from .coerce import ConstantRangeError
 from .context import Ctx, Frame, FunState, Scope, disown
 from .source import SourceInfo
 from .stmts import block_stmts, guarded
+from .values import type_name
 
 ENTRY = "pyshark.prelude.entry"
 
@@ -37,6 +39,7 @@ class TopFun:
     params: list = field(default_factory=list)     # (name, stype, param node)
     ret: Optional[SType] = None
     funv: object = None
+    weak_returns: list = field(default_factory=list)  # return expressions converted at the boundary
 
 
 class ModuleEnv:
@@ -48,6 +51,7 @@ class ModuleEnv:
         self.aliases: dict[str, SType] = {}
         self.constants: dict[str, tuple[cst.BaseExpression, int]] = {}
         self.functions: dict[str, TopFun] = {}
+        self.entry_calls: list = []          # (TopFun of an entry, call node) from PyShark code
         self._evaluating: list[int] = []
 
     # -- constants ----------------------------------------------------------
@@ -190,6 +194,11 @@ def _guard(src: SourceInfo, node, fn, *args):
         return fn(*args)
     except CompileError:
         raise
+    except ConstantRangeError as exc:
+        raise src.error(node, str(exc), hint="plain int arithmetic beyond the i64 range is not "
+                                             "supported") from None
+    except RecursionError:
+        raise src.error(node, "this definition is nested too deeply to translate") from None
     except Exception as exc:  # a translator bug: still report a location
         raise src.error(node, f"internal error: {type(exc).__name__}: {exc}",
                         hint="this is a bug in PyShark; please report it") from exc
@@ -240,10 +249,27 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
             entries[top.name] = ir.Entry(
                 top.name, tuple(ir.EntryParam(n, st) for n, st, _ in top.params), top.ret,
                 src.loc(top.node.name))
+    _check_entry_calls(env)
     program = ir.Program(functions, entries, dict(env.records), filename)
     _reject_recursion(src, program)
     _run_checker(program)
     return program
+
+
+def _check_entry_calls(env: ModuleEnv) -> None:
+    """An entry may return a constant that only the entry boundary converts
+    (`return 100` from `-> ps.i8`); called from PyShark code it would stay a
+    Python int in Python mode, so such a call is a located error."""
+    for top, node in env.entry_calls:
+        if top.weak_returns:
+            ret, value, t = top.weak_returns[0]
+            line = env.src.loc(ret).line
+            raise env.src.error(node, f"'{top.name}' is an entry whose return value "
+                                      f"{env.src.code(ret)} (line {line}) holds the constant "
+                                      f"{value!r}, converted to {type_name(t)} only at the entry "
+                                      f"boundary; called from PyShark code it stays a Python "
+                                      f"number in Python mode",
+                                hint=f"write {type_name(t)}({value!r}) in '{top.name}'")
 
 
 def _reject_recursion(src: SourceInfo, program: ir.Program) -> None:

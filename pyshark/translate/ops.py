@@ -17,8 +17,8 @@ import libcst as cst
 
 from ..core import ir
 from ..core.types import BOOL, F32, F64, I64, ScalarType
-from .coerce import const_fits, const_value, weak_to
-from .values import ArrayV, ScalarV, TupleV, Value, type_name, weak
+from .coerce import const_fits, const_text, const_value, harden, weak_to
+from .values import ArrayV, ScalarV, Value, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 BITWISE = {"band", "bor", "bxor", "shl", "shr"}
@@ -42,6 +42,9 @@ _PY_FOLD = {
 }
 
 
+MAX_CONST_BITS = 4096      # weak int folding refuses results beyond this size
+
+
 def expect_scalar(ctx, v: Value, node: cst.CSTNode, what: str) -> ScalarV:
     if isinstance(v, ScalarV):
         return v
@@ -56,6 +59,11 @@ def _fold(ctx, op: str, a, b, node: cst.CSTNode) -> ScalarV:
     if isinstance(a, bool) and isinstance(b, bool) and op not in COMPARE | {"land", "lor", "band", "bor", "bxor"}:
         raise ctx.src.error(node, f"arithmetic '{SYMBOL[op]}' on bool values is not supported",
                             hint="convert with int(...) first")
+    ints = isinstance(a, int) and isinstance(b, int)
+    if ints and ((op == "pow" and b > 0 and abs(a) > 1 and b * a.bit_length() > MAX_CONST_BITS)
+                 or (op == "shl" and a != 0 and b > MAX_CONST_BITS)):
+        raise ctx.src.error(node, "constant expression is far too large to compute",
+                            hint="constants must fit a PyShark type (at most 64 bits)")
     try:
         return weak(_PY_FOLD[op](a, b))
     except ZeroDivisionError:
@@ -112,7 +120,7 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
     if x.weak and y.weak and op in _PY_FOLD:
         return _fold(ctx, op, x.atom.value, y.atom.value, node)
     if x.weak and y.weak:          # min/max/atan2 of two constants: numpy gives f64/i64
-        x, y = ScalarV(x.atom), ScalarV(y.atom)
+        x, y = harden(x, ctx.src, x_node or node), harden(y, ctx.src, y_node or node)
         if x.type is not y.type:
             x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
     x, y = unify(ctx, op, x, y, node, x_node, y_node)
@@ -160,7 +168,7 @@ def unop(ctx, op: str, x: Value, node: cst.CSTNode, fold_weak: bool = True) -> S
     if x.weak and fold_weak and op == "abs":
         return weak(abs(x.atom.value))
     if x.weak:
-        x = ScalarV(x.atom)
+        x = harden(x, ctx.src, node)
     t = x.type
     if op == "not" and not t.is_bool:
         raise ctx.src.error(node, f"'not' needs a bool operand, not {type_name(t)}",
@@ -188,29 +196,15 @@ def convert(ctx, t: ScalarType, x: Value, node: cst.CSTNode) -> ScalarV:
                     raise ctx.src.error(node, f"cannot convert {v} to {type_name(t)}")
                 v = int(v)          # truncates toward zero, as numpy does
             if not const_fits(int(v), t):
-                raise ctx.src.error(node, f"{v} does not fit {type_name(t)}")
+                raise ctx.src.error(node, f"{const_text(v)} does not fit {type_name(t)}")
             return ScalarV(ir.Const(int(v), t))
+        if isinstance(v, int) and not isinstance(v, bool):
+            try:
+                float(v)
+            except OverflowError:
+                raise ctx.src.error(node, f"the constant {const_text(v)} is too large for "
+                                          f"{type_name(t)}") from None
         return ScalarV(ir.Const(const_value(v, t), t))
     if x.type is t:
         return ScalarV(x.atom)
     return ScalarV(ctx.b.bind1(ir.Convert(t, x.atom), "t", ctx.loc(node)))
-
-
-def branch_types(ctx, x: Value, y: Value, node: cst.CSTNode) -> tuple[Value, Value]:
-    """The two branches of a conditional expression at one type: a weak
-    branch takes the other branch's type (as conformance relu_all needs)."""
-    if isinstance(x, ScalarV) and isinstance(y, ScalarV):
-        if x.weak and y.weak:
-            if x.type is y.type:
-                return x, y
-            return ScalarV(x.atom), ScalarV(y.atom)  # mismatch reported by caller
-        if x.weak:
-            return weak_to(x, y.type, ctx.src, node), y
-        if y.weak:
-            return x, weak_to(y, x.type, ctx.src, node)
-        return x, y
-    if isinstance(x, TupleV) and isinstance(y, TupleV) and len(x.elems) == len(y.elems):
-        pairs = [branch_types(ctx, a, b, node) for a, b in zip(x.elems, y.elems)]
-        return (TupleV(tuple(p[0] for p in pairs), x.record),
-                TupleV(tuple(p[1] for p in pairs), y.record))
-    return x, y

@@ -33,7 +33,7 @@ def lower_iota(c: PCall):
 def lower_replicate(c: PCall):
     c.count(2, usage="ps.replicate(n, x)")
     n = c.count_i64(0)
-    x = harden(c.value(1))
+    x = harden(c.value(1), c.src, c.arg_node(1))
     nonneg(c, n, "replicate: negative count", "ShapeError")
     parts = [c.bind1(ir.Replicate(n, a), "rep") for a in flatten_value(x)]
     return fresh_array(SArray(value_stype(x)), parts)

@@ -143,7 +143,7 @@ class PCall:
             raise self.error(i, f"{self.name} expects an integer as argument {i + 1} ({what}), "
                                 f"not {describe(v)}", hint="convert it, e.g. int(...)")
         if v.weak:
-            return ir.Const(int(v.atom.value), I64)
+            return harden(v, self.src, self.arg_node(i)).atom
         if v.type is I64:
             return v.atom
         return convert(self.ctx, I64, v, self.arg_node(i)).atom
@@ -167,12 +167,16 @@ class PCall:
 
     def lam(self, f: FunV, param_stypes: Sequence[SType], i_fun: int,
             ret: Optional[SType] = None, what: str = "", ctx=None,
-            pre_args: Sequence[Value] = ()) -> tuple[ir.Lambda, SType]:
+            pre_args: Sequence[Value] = (), strict: bool = True) -> tuple[ir.Lambda, SType]:
         """A SOAC lambda applying f to values of param_stypes.
 
-        With `ret`, f's result is coerced leniently to it (a weak result takes
-        that type); otherwise weak results take their default type. `pre_args`
-        are values passed before the lambda's own parameters (tabulate_2d)."""
+        With `ret`, f's result is coerced to it: strictly by default (a weak
+        result must already have that type, since Python mode keeps what f
+        returns, e.g. as reduce's accumulator), leniently with strict=False
+        (where Python mode stores the result into an array, which converts
+        it). Without `ret`, weak results take their default type, as Python
+        mode's `collect` gives them. `pre_args` are values passed before the
+        lambda's own parameters (tabulate_2d)."""
         sub = (ctx or self.ctx).nested()
         params: list[ir.Var] = []
         args = list(pre_args)
@@ -185,10 +189,10 @@ class PCall:
             raise self.error(i_fun, f"the function passed to {self.name} must return a value, "
                                     f"not {describe(res)}")
         if ret is not None:
-            res = coerce(res, ret, self.src, self.arg_node(i_fun), strict=False,
+            res = coerce(res, ret, self.src, self.arg_node(i_fun), strict=strict,
                          what=what or f"the result of the function passed to {self.name}")
         else:
-            res = harden(res)
+            res = harden(res, self.src, self.arg_node(i_fun))
         atoms = flatten_value(res)
         lam = ir.Lambda(tuple(params), sub.b.body(atoms), tuple(a.type for a in atoms))
         return lam, value_stype(res)

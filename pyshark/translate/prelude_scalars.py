@@ -15,7 +15,7 @@ import numpy as np
 
 from ..core import ir
 from ..core.types import BOOL, F64, I64, SScalar, ScalarType
-from .coerce import harden
+from .coerce import harden, python_kind
 from .ops import FLOAT_UNOPS, binop, convert, unop
 from .prelude_common import PCall, describe
 from .values import ArrayV, ScalarV, TypeArg, type_name, weak
@@ -42,14 +42,14 @@ def lower_math_unary(c: PCall, op: str):
     c.count(1, usage=f"{c.name}(x)")
     x = c.scalar(0, "a number")
     if x.weak and op in FLOAT_UNOPS and not x.type.is_float and not x.type.is_bool:
-        x = ScalarV(ir.Const(float(x.atom.value), F64))   # np.sqrt(2) is float64
+        x = convert(c.ctx, F64, x, c.arg_node(0))           # np.sqrt(2) is float64
     return unop(c.ctx, op, x, c.arg_node(0), fold_weak=False)
 
 
 def _both_typed(c: PCall, x: ScalarV, y: ScalarV) -> tuple[ScalarV, ScalarV]:
     """Two weak operands of a ufunc: numpy gives them their default types
     (int and float meet at f64)."""
-    x, y = harden(x), harden(y)
+    x, y = harden(x, c.src, c.arg_node(0)), harden(y, c.src, c.arg_node(1))
     if x.type is not y.type:
         x = convert(c.ctx, F64, x, c.arg_node(0))
         y = convert(c.ctx, F64, y, c.arg_node(1))
@@ -116,10 +116,15 @@ def lower_builtin_minmax(c: PCall, op: str):
     for i, v in enumerate(vals):
         if v.weak:
             if v.type is not t:
+                code = c.src.code(c.arg_node(i))
+                others = ", ".join(c.src.code(c.arg_node(j)) for j in range(len(vals)) if j != i)
                 raise c.error(i, f"the builtin {c.name} returns its arguments unchanged, so this "
-                                 f"{describe(v)} must already be {type_name(t)}",
-                              hint=f"write {type_name(t)}({c.src.code(c.arg_node(i))})")
-            v = ScalarV(v.atom)
+                                 f"{describe(v)[len('a '):].lstrip()} (a Python {python_kind(v)} in "
+                                 f"Python mode) must already be {type_name(t)}",
+                              hint=f"write {type_name(t)}({code}), or ps.{c.name}({others}, {code}) "
+                                   f"for a clamp (the prelude's {c.name} gives the constant the "
+                                   f"other operand's type)")
+            v = harden(v, c.src, c.arg_node(i))
         fixed.append(v)
     cmp = "gt" if op == "max" else "lt"
     acc = fixed[0].atom

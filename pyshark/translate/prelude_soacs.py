@@ -119,7 +119,7 @@ def lower_reduce_by_index(c: PCall):
     vals = _values_like(c, 4, dest, "values")
     idxs_v = c.args[3]
     n = c.same_length([idxs_v, vals], "reduce_by_index")
-    lam, _ = c.lam(f, [st, st], 1, ret=st)
+    lam, _ = c.lam(f, [st, st], 1, ret=st, strict=False)     # stored into dest: numpy converts
     parts = c.bind(ir.ReduceByIndex(n, dest.parts, lam, tuple(flatten_value(ne)), idx, vals.parts),
                    "hist")
     return fresh_array(dest.stype, parts)
@@ -153,7 +153,7 @@ def lower_fold(c: PCall, right: bool):
     value's (a weak one at its default type) and f's result is coerced to it."""
     c.count(3, usage=f"{c.name}(f, acc, xs)")
     f = c.fun(0, 2)
-    acc0 = harden(c.value(1))
+    acc0 = harden(c.value(1), c.src, c.arg_node(1))
     xs = c.array(2)
     ast, st = value_stype(acc0), xs.stype.elem
     n = c.size(xs)
@@ -166,7 +166,7 @@ def lower_fold(c: PCall, right: bool):
     xv = elem_rebuild(st, x_atoms, xs)
     accv = rebuild_value(ast, params)
     res = f.apply(sub, [xv, accv] if right else [accv, xv], c.node)
-    res = coerce(res, ast, c.src, c.arg_node(0), strict=False,
+    res = coerce(res, ast, c.src, c.arg_node(0), strict=True,
                  what=f"the result of the function passed to {c.name} (the accumulator)")
     body = sub.b.body(flatten_value(res))
     out = c.bind(ir.Loop(tuple(params), tuple(flatten_value(acc0)), ir.ForLoop(i, n), body), "acc")

@@ -57,7 +57,10 @@ class SourceInfo:
 
     def qualified_names(self, node: cst.CSTNode) -> set[str]:
         """Fully qualified names libcst resolves for a Name/Attribute node,
-        e.g. {'pyshark.prelude.map'} for `ps.map`, {'builtins.len'} for `len`."""
+        e.g. {'pyshark.prelude.map'} for `ps.map`, {'builtins.len'} for `len`.
+        For an attribute only names ending in its attribute count: libcst
+        resolves `int.bit_length` to 'builtins.int' (an attribute of a
+        builtin, which is not a module member)."""
         out = set()
         found = self.qualnames.get(node, ())
         if callable(found):          # libcst resolves qualified names lazily
@@ -66,6 +69,8 @@ class SourceInfo:
             name = q.name
             if q.source.name == "BUILTIN" and not name.startswith("builtins."):
                 name = "builtins." + name
+            if isinstance(node, cst.Attribute) and not name.endswith("." + node.attr.value):
+                continue
             out.add(name)
         return out
 

@@ -16,7 +16,7 @@ import libcst as cst
 from ..core import ir
 from ..errors import CompileError
 from .annotations import parse_type
-from .coerce import coerce
+from .coerce import ConstantRangeError, coerce, weak_retyped
 from .context import Ctx, LocalDef, Unbound, array_buffers
 from .exprs import FUNCTION_NOT_VALUE, merged_meta, translate_condition, translate_expr
 from .unify import merge_branches
@@ -87,6 +87,9 @@ def guarded(ctx: Ctx, st, fn, *args):
         return fn(*args)
     except CompileError:
         raise
+    except ConstantRangeError as exc:
+        raise ctx.error(st, str(exc), hint="plain int arithmetic beyond the i64 range is not "
+                                           "supported") from None
     except RecursionError:
         raise ctx.error(st, "this statement is nested too deeply to translate") from None
     except Exception as exc:  # a translator bug: still report a location
@@ -161,20 +164,20 @@ def translate_stmt(ctx: Ctx, st) -> None:
 # Binding names
 
 
-def bind_name(ctx: Ctx, name_node: cst.Name, value: Value) -> None:
+def bind_name(ctx: Ctx, name_node: cst.Name, value: Value, origin: Optional[cst.CSTNode] = None,
+              verb: str = "rebinding") -> None:
+    """Binds a name; `origin` (the value's expression) locates later errors about it."""
+    from .funcs import check_rebinding
     name = name_node.value
-    owner_def = ctx.scope.captured_by(name)
-    if owner_def is not None:
-        raise ctx.error(name_node, f"'{name}' is captured by the local function '{owner_def}'; "
-                                   f"rebinding it after the def is not supported",
-                        hint="use a new name (Python's late binding would see the new value)")
-    ctx.scope.set(name, value)
+    check_rebinding(ctx, name_node, name, verb)
+    ctx.scope.set(name, value, origin if origin is not None else name_node)
 
 
-def bind_target(ctx: Ctx, target: cst.BaseExpression, value: Value) -> None:
+def bind_target(ctx: Ctx, target: cst.BaseExpression, value: Value,
+                origin: Optional[cst.CSTNode] = None) -> None:
     """Binds a Name or a (nested) tuple of names to value."""
     if isinstance(target, cst.Name):
-        return bind_name(ctx, target, value)
+        return bind_name(ctx, target, value, origin)
     if isinstance(target, (cst.Tuple, cst.List)):
         els = target.elements
         if any(isinstance(e, cst.StarredElement) for e in els):
@@ -187,8 +190,11 @@ def bind_target(ctx: Ctx, target: cst.BaseExpression, value: Value) -> None:
         if len(value.elems) != len(els):
             raise ctx.error(target, f"cannot unpack a tuple of {len(value.elems)} values into "
                                     f"{len(els)} names")
-        for e, v in zip(els, value.elems):
-            bind_target(ctx, e.value, v)
+        origins = [None] * len(els)
+        if isinstance(origin, cst.Tuple) and len(origin.elements) == len(els):
+            origins = [e.value for e in origin.elements]
+        for e, v, o in zip(els, value.elems, origins):
+            bind_target(ctx, e.value, v, o)
         return
     if isinstance(target, cst.StarredElement):
         raise ctx.error(target, "star-unpacking is not supported")
@@ -209,7 +215,7 @@ def translate_assign(ctx: Ctx, st: cst.Assign) -> None:
                             hint="build a new record, e.g. v = Vec3(x, v.y, v.z)")
     value = translate_expr(ctx, st.value)
     for t in st.targets:
-        bind_target(ctx, t.target, value)
+        bind_target(ctx, t.target, value, st.value)
 
 
 def translate_annassign(ctx: Ctx, st: cst.AnnAssign) -> None:
@@ -220,7 +226,7 @@ def translate_annassign(ctx: Ctx, st: cst.AnnAssign) -> None:
     stype = parse_type(ctx.env, st.annotation.annotation)
     v = translate_expr(ctx, st.value, stype)
     v = coerce(v, stype, ctx.src, st.value, strict=True, what=f"the value of '{st.target.value}'")
-    bind_name(ctx, st.target, v)
+    bind_name(ctx, st.target, v, st.value)
 
 
 def translate_assert(ctx: Ctx, st: cst.Assert) -> None:
@@ -244,8 +250,16 @@ def translate_return(ctx: Ctx, st: cst.Return) -> Value:
         raise ctx.error(st, "a PyShark function must return a value")
     v = translate_expr(ctx, st.value, frame.ret_stype)
     if frame.ret_stype is not None:
-        v = coerce(v, frame.ret_stype, ctx.src, st.value, strict=True,
-                   what=f"the return value of '{frame.name}'")
+        top = ctx.env.functions.get(frame.name)
+        entry = top is not None and top.is_entry and top.node is frame.def_node
+        retyped = weak_retyped(v, frame.ret_stype) if entry else None
+        if retyped is not None:
+            top.weak_returns.append((st.value,) + retyped)
+        kind = "" if entry else "local function " if top is None or top.node is not frame.def_node \
+            else "helper "
+        v = coerce(v, frame.ret_stype, ctx.src, st.value, strict=not entry,
+                   what=f"the return value of {kind}'{frame.name}'")
+    ctx.fs.ret_nodes[id(v)] = (v, st.value)
     return v
 
 
@@ -309,30 +323,52 @@ def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st) -> None:
                         hint=f"wrap it in ps.array(...) where it is built")
     # ownership
     if arr.buffer <= 0:
-        if arr.parts and all(p.name in ctx.fs.param_vars for p in arr.parts):
-            raise ctx.error(target, f"in-place update of parameter '{name}', which this function does "
-                                    f"not own; update ps.copy({name}) instead",
-                            hint=f"{name} = ps.copy({name}) before the update")
+        params = {ctx.fs.param_vars.get(p.name) for p in arr.parts}
+        if arr.parts and None not in params and len(params) == 1:
+            (param,) = params
+            if param == name:
+                raise ctx.error(target, f"in-place update of parameter '{name}', which this function "
+                                        f"does not own; update ps.copy({name}) instead",
+                                hint=f"{name} = ps.copy({name}) before the update")
+            raise ctx.error(target, f"in-place update of '{name}', which aliases parameter '{param}' "
+                                    f"(this function does not own it); update a copy instead",
+                            hint=f"{name} = ps.copy({param}) before the update")
         raise ctx.error(target, f"in-place update of '{name}', which this function does not own (it "
                                 f"may share storage with a parameter, a constant or another array); "
                                 f"update ps.copy({name}) instead")
+    captor = ctx.scope.captured_by(name)
+    if captor is not None:
+        what = "def" if captor.startswith("the local function") else "lambda"
+        raise ctx.error(target, f"'{name}' is captured by {captor}; updating it after the {what} is "
+                                f"not supported",
+                        hint=f"update a copy: {name}2 = ps.copy({name}) (Python's late binding would "
+                             f"see the update)")
     for other, v in ctx.scope.visible().items():
         if other == name or not isinstance(v, (ArrayV, TupleV)):
             continue
-        if abs(arr.buffer) in array_buffers(v) and used_later(ctx, other):
+        if abs(arr.buffer) not in array_buffers(v):
+            continue
+        captor = ctx.scope.captured_by(other)
+        if captor is not None:
+            raise ctx.error(target, f"in-place update of '{name}' while '{other}', captured by "
+                                    f"{captor}, still aliases it; update ps.copy({name}) instead",
+                            hint=f"bind {other} = ps.copy({name}) if it should keep the old values")
+        if used_later(ctx, other):
             raise ctx.error(target, f"in-place update of '{name}' while '{other}' still aliases it; "
                                     f"update ps.copy({name}) instead",
                             hint=f"bind {other} = ps.copy({name}) if it should keep the old values")
-    # the value, leniently typed like an operand
+    # the value: numpy converts what is stored into an array, so a weak value
+    # takes the element type; a list (Python mode) keeps the Python number
     st_elem = arr.stype
     for _ in idxs:
         st_elem = st_elem.elem
     v = translate_expr(ctx, value_node, st_elem)
-    v = coerce(v, st_elem, ctx.src, value_node, strict=False, what=f"a value stored into '{name}'")
+    v = coerce(v, st_elem, ctx.src, value_node, strict=arr.from_list,
+               what=f"a value stored into '{name}'" + (" (a list in Python mode)" if arr.from_list else ""))
     atoms = flatten_value(v)
     parts = tuple(ctx.b.bind1(ir.Update(p, tuple(idxs), a), name, ctx.loc(st))
                   for p, a in zip(arr.parts, atoms))
-    bind_name(ctx, base, ArrayV(arr.stype, parts, arr.buffer, arr.from_list))
+    bind_name(ctx, base, ArrayV(arr.stype, parts, arr.buffer, arr.from_list), verb="updating")
 
 
 # ---------------------------------------------------------------------------
@@ -348,12 +384,11 @@ def translate_if(ctx: Ctx, st: cst.If) -> None:
     names = list(dict.fromkeys(list(ct.scope.vars) + list(ce.scope.vars)))
     merged: list[tuple[str, Value, Value]] = []
     for n in names:
-        before = ctx.scope.lookup(n)
-        vt, ve = ct.scope.lookup(n), ce.scope.lookup(n)
+        before = ctx.scope.bound(n)
+        vt, ve = ct.scope.bound(n), ce.scope.bound(n)
         if isinstance(vt, LocalDef) or isinstance(ve, LocalDef):
             if vt is not ve:
-                ctx.scope.set(n, Unbound(f"the local function '{n}' is defined only in one branch",
-                                         "define it before the if"))
+                ctx.scope.set(n, Unbound(*_branch_def_message(ctx, st, n, vt, ve, before)))
             continue
         for v in (vt, ve):
             if isinstance(v, Unbound):
@@ -366,14 +401,15 @@ def translate_if(ctx: Ctx, st: cst.If) -> None:
                                          f"bind it before the if"))
             elif vt is ve:
                 if before is not vt:
-                    ctx.scope.set(n, vt)
+                    ctx.scope.set(n, vt, ct.scope.origin(n))
             else:
                 merged.append((n, vt, ve))
     if not merged and not ct.b.stms and not ce.b.stms:
         return
     res_t, res_e = [], []
     for n, vt, ve in merged:
-        a, b = merge_branches(ctx, vt, ve, st, st, f"the values '{n}' gets in the two branches")
+        a, b = merge_branches(ctx, vt, ve, ct.scope.origin(n) or st, ce.scope.origin(n) or st,
+                              f"the values '{n}' gets in the two branches")
         res_t.append(a)
         res_e.append(b)
     at = [x for v in res_t for x in flatten_value(v)]
@@ -385,7 +421,33 @@ def translate_if(ctx: Ctx, st: cst.If) -> None:
         k = len(flatten_value(a))
         val = merged_meta(rebuild_value(value_stype(a), outs[:k]), vt, ve)
         outs = outs[k:]
-        ctx.scope.set(n, val)
+        ctx.scope.set(n, val, st)
+
+
+def _branch_def_message(ctx: Ctx, st: cst.If, n: str, vt, ve, before) -> tuple[str, str]:
+    """Why a name that a local def binds in a branch cannot be used after the if."""
+    line = ctx.loc(st).line
+    if isinstance(vt, LocalDef) and isinstance(ve, LocalDef) and before is not vt and before is not ve:
+        return (f"the local function '{n}' is defined in both branches of the if at line {line}; "
+                f"PyShark binds a local function once",
+                f"define one '{n}' before the if and choose inside it, or give the two "
+                f"functions different names")
+    if isinstance(vt, LocalDef) and isinstance(ve, LocalDef):
+        which = "if" if before is ve else "else"
+        return (f"the local function '{n}' is redefined only in the {which} branch of the if at "
+                f"line {line}", f"define '{n}' once, or give the new function another name")
+    if (isinstance(vt, LocalDef)) != (isinstance(ve, LocalDef)) and vt is not None and ve is not None:
+        return (f"'{n}' is a local function on one path through the if at line {line} and a "
+                f"value on the other", "use different names for the function and the value")
+    which = "if" if isinstance(vt, LocalDef) else "else"
+    return (f"the local function '{n}' is defined only in the {which} branch of the if at "
+            f"line {line}", "define it before the if")
+
+
+def _ret_node(ctx: Ctx, v: Value, default):
+    """The return expression that gave v (for locating errors)."""
+    hit = ctx.fs.ret_nodes.get(id(v))
+    return hit[1] if hit is not None and hit[0] is v else default
 
 
 def translate_if_returning(ctx: Ctx, st: cst.If, rest: list) -> Optional[Value]:
@@ -401,7 +463,8 @@ def translate_if_returning(ctx: Ctx, st: cst.If, rest: list) -> Optional[Value]:
         if st.orelse is None and not rest:
             ctx.fs.falloff = ctx.src.code(st.test)
         return None
-    a, b = merge_branches(ctx, vt, ve, st, st, f"the values '{ctx.frame.name}' returns")
+    a, b = merge_branches(ctx, vt, ve, _ret_node(ctx, vt, st), _ret_node(ctx, ve, st),
+                          f"the values '{ctx.frame.name}' returns")
     at, ae = flatten_value(a), flatten_value(b)
     outs = ctx.b.bind(ir.If(cond.atom, ct.b.body(at), ce.b.body(ae), tuple(x.type for x in at)),
                       "ret", ctx.loc(st))

@@ -2,17 +2,20 @@
 (if statements, conditional expressions, guard returns) and the elements of
 an array literal.
 
-Weak constants take the type of a typed value beside them (the lenient rule
-LANGUAGE.md gives conditional expressions and the prelude's `collect` gives
-lists); with nothing typed they take their default type.
+LANGUAGE.md's rule for weak constants here is the strict one: beside a typed
+value a weak constant must already have that type (its default type: int is
+i64, float is f64), because in Python mode it stays a Python number (`x if c
+else 0.0` is a Python float whenever c is false). The error's hint is the
+conversion to write. With nothing typed, the constants keep their default
+types (int and float constants together give f64, as numpy does).
 """
 from __future__ import annotations
 
 import libcst as cst
 
 from ..core import ir
-from ..core.types import BOOL, F64, I64, SArray, SType
-from .coerce import harden, weak_to
+from ..core.types import BOOL, F64
+from .coerce import harden, python_kind
 from .values import ArrayV, ScalarV, TupleV, Value, type_name, value_stype
 
 
@@ -30,11 +33,13 @@ def unify_values(ctx, values: list[Value], nodes: list[cst.CSTNode], what: str) 
             out = []
             for v, n in zip(values, nodes):
                 if v.weak:
-                    val = v.atom.value
-                    if t.is_bool != isinstance(val, bool) or (t.is_int and isinstance(val, float)):
-                        raise ctx.src.error(n, f"{what} mix {type_name(t)} and a {type_name(v.type)} "
-                                               f"constant", hint=f"write {type_name(t)}({ctx.src.code(n)})")
-                    v = weak_to(v, t, ctx.src, n)
+                    if v.type is not t:
+                        raise ctx.src.error(
+                            n, f"{what} mix {type_name(t)} and a constant, which stays a Python "
+                               f"{python_kind(v)} in Python mode (so later arithmetic on it would "
+                               f"differ from {type_name(t)} arithmetic)",
+                            hint=f"write {type_name(t)}({ctx.src.code(n)})")
+                    v = harden(v, ctx.src, n)
                 out.append(v)
             return out
         # all weak: same kind stays as is (callers harden), ints and floats give floats
@@ -53,7 +58,8 @@ def unify_values(ctx, values: list[Value], nodes: list[cst.CSTNode], what: str) 
                     v.record is not None and v.record.name != first.record.name):
                 raise ctx.src.error(nd, f"{what} have different types: "
                                         f"{type_name(value_stype(first))} and {type_name(value_stype(v))}")
-        columns = [unify_values(ctx, [v.elems[i] for v in values], nodes, what) for i in range(n)]
+        columns = [unify_values(ctx, [v.elems[i] for v in values], [_elem_node(nd, i, n) for nd in nodes],
+                                what) for i in range(n)]
         return [TupleV(tuple(col[j] for col in columns), values[j].record) for j in range(len(values))]
     if all(isinstance(v, ArrayV) for v in values):
         st = first.stype
@@ -66,7 +72,14 @@ def unify_values(ctx, values: list[Value], nodes: list[cst.CSTNode], what: str) 
     raise ctx.src.error(nodes[-1], f"{what} have different kinds of types: {kinds}")
 
 
+def _elem_node(node, i: int, n: int):
+    """Element i of a tuple expression of n elements (for locating errors), else node."""
+    if isinstance(node, cst.Tuple) and len(node.elements) == n:
+        return node.elements[i].value
+    return node
+
+
 def merge_branches(ctx, a: Value, b: Value, node_a, node_b, what: str) -> tuple[Value, Value]:
     """Two branch values at one type, weak ones hardened where both were weak."""
     a2, b2 = unify_values(ctx, [a, b], [node_a, node_b], what)
-    return harden(a2), harden(b2)
+    return harden(a2, ctx.src, node_a), harden(b2, ctx.src, node_b)

@@ -124,11 +124,19 @@ def test_field_of_array_of_records_rejected():
         """, contains="array of V records")
 
 
-def test_array_literals_weak_elements_take_typed_type():
+def test_array_literal_weak_element_beside_typed_ones_must_be_converted():
+    err = reject("""
+        @ps.entry
+        def f(a: ps.i32) -> ps.Array[ps.i32]:
+            return [a,
+                    0,  # <-
+                    a + 1]
+        """, contains="the elements of this list mix ps.i32 and a constant")
+    assert err.hint == "write ps.i32(0)"
     got = run("""
         @ps.entry
         def f(a: ps.i32) -> ps.Array[ps.i32]:
-            return [a, 0, a + 1]
+            return [a, ps.i32(0), a + 1]
         """, "f", 4)
     assert got.dtype == np.int32 and list(got) == [4, 0, 5]
 

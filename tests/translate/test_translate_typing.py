@@ -77,10 +77,12 @@ def test_literal_out_of_range_for_typed_operand():
 
 def test_weak_float_return_where_f32_expected_is_an_error_with_hint():
     err = reject("""
+        def half() -> ps.f32:
+            return 0.5  # <-
         @ps.entry
         def f(x: ps.f32) -> ps.f32:
-            return 0.5  # <-
-        """, contains="must be ps.f32")
+            return x * half()
+        """, contains="the return value of helper 'half' must be ps.f32")
     assert "ps.f32(0.5)" in err.hint
 
 
@@ -105,22 +107,37 @@ def test_weak_float_record_field_is_strict():
         """, contains="field 'x' of P")
 
 
-def test_int_constant_argument_fits_narrow_int_parameter():
+def test_int_constant_argument_to_narrow_int_parameter_must_be_converted():
+    err = reject("""
+        def g(a: ps.i32, b: ps.i32) -> ps.i32:
+            return a // b
+        @ps.entry
+        def f(x: ps.i32) -> ps.i32:
+            return g(x, 60)  # <-
+        """, contains="argument 'b' of 'g' must be ps.i32")
+    assert err.hint == "write ps.i32(60)"
     got = run("""
         def g(a: ps.i32, b: ps.i32) -> ps.i32:
             return a // b
         @ps.entry
         def f(x: ps.i32) -> ps.i32:
-            return g(x, 60)
+            return g(x, ps.i32(60))
         """, "f", 125)
     assert got == 2 and got.dtype == np.int32
 
 
-def test_conditional_expression_weak_branch_takes_other_type():
+def test_conditional_expression_weak_branch_must_have_the_other_type():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+            return ps.map(lambda x: x if x > 0.0 else 0.0, xs)  # <-
+        """, contains="stays a Python float in Python mode")
+    assert err.hint == "write ps.f32(0.0)"
+    assert err.col == err.source_line.index("0.0, xs")
     got = run("""
         @ps.entry
         def f(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
-            return ps.map(lambda x: x if x > 0.0 else 0.0, xs)
+            return ps.map(lambda x: x if x > 0.0 else ps.f32(0.0), xs)
         """, "f", [1.0, -2.0])
     assert got.dtype == np.float32 and list(got) == [1.0, 0.0]
 

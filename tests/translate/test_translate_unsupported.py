@@ -45,7 +45,7 @@ CASES = {
     "recursive_local": (body("def g(v: int) -> int:\n    return g(v)  # <-\ny = g(x)"),
                         "recursive local function"),
     "int_truthiness": (body("if x:  # <-\n    x = 1"), "must be a bool"),
-    "return_none": (body("return  # <-"), "must return a value"),
+    "return_none": (body("if x > 0:\n    return  # <-"), "must return a value"),
     "attribute_assign": (body("xs.shape = 1  # <-"), "immutable"),
     "unpack_array": (body("a, b = xs  # <-"), "cannot unpack an array"),
 }
