@@ -18,6 +18,7 @@ from typing import Optional
 from . import ir, ops
 from ..errors import InternalCompilerError
 from .pretty import pretty_atom, pretty_stm
+from .traverse import uses
 from .typeof import exp_types, index_result
 from .types import BOOL, I64, ArrayType, ScalarType, flatten_stype
 
@@ -39,23 +40,6 @@ class _Fail(Exception):
 
 def _fail(msg: str):
     raise _Fail(msg)
-
-
-def _names_used(e, out: set) -> set:
-    """Every Var name referenced anywhere in e (nested bodies included)."""
-    if isinstance(e, ir.Var):
-        out.add(e.name)
-    elif isinstance(e, (ir.Const, str, int, bool, float, type(None), ScalarType, ArrayType)):
-        pass
-    elif isinstance(e, (tuple, list)):
-        for x in e:
-            _names_used(x, out)
-    elif isinstance(e, ir.Let):
-        _names_used(e.exp, out)
-    elif hasattr(e, "__dataclass_fields__"):
-        for f in e.__dataclass_fields__:
-            _names_used(getattr(e, f), out)
-    return out
 
 
 class _FunChecker:
@@ -164,7 +148,7 @@ class _FunChecker:
         for stm in body.stms:
             try:
                 cons = self.stm(stm, scope)
-                used = _names_used(stm.exp, set())
+                used = uses(stm.exp)
                 self.check_not_consumed(used, consumed)
             except _Fail as ex:
                 self.error(str(ex), stm)
@@ -175,7 +159,7 @@ class _FunChecker:
                     consumed.setdefault(r, stm)
         try:
             got = tuple(self.atom(a, scope, f"result of {what}") for a in body.result)
-            self.check_not_consumed(_names_used(body.result, set()), consumed)
+            self.check_not_consumed(uses(body.result), consumed)
         except _Fail as ex:
             self.error(f"{ex} (in the result of {what})")
         if ret is not None and got != tuple(ret):
