@@ -137,3 +137,8 @@ def map_functions(program: ir.Program, fn: Callable[[ir.FunDef], ir.FunDef]) -> 
     """A new Program with fn applied to every FunDef (entries, records kept)."""
     funs = {name: fn(f) for name, f in program.functions.items()}
     return ir.Program(funs, dict(program.entries), dict(program.records), program.filename)
+
+
+__all__ = ["map_exp", "exp_atoms", "subst", "subst_atom", "uses", "use_counts", "binders",
+           "binder_vars", "free_vars", "body_stms_uses", "NameGen", "fundef_names",
+           "map_functions"]
