@@ -38,11 +38,13 @@ class KirModule(LoadedModule):
         self.program = program
 
     def call(self, name: str, canon_args: list):
+        return convert.call_flat(self.entries[name], canon_args,
+                                 lambda flat: self.run_flat(name, flat))
+
+    def run_flat(self, name: str, flat: list) -> list:
+        """Runs entry `name` on flat core arguments; its flat results."""
         from .kir_interp import Buffer, run_function
-        entry = self.entries[name]
         fun = self.program.entry_fun(name)
-        flat = [x for p, a in zip(entry.params, canon_args)
-                for x in convert.flatten_value(p.stype, a)]
         args = []
         for p, v in zip(fun.params, flat):
             if isinstance(p.type, ScalarType):
@@ -78,7 +80,7 @@ class KirModule(LoadedModule):
                 buf = ptr.array[0]
                 n = int(np.prod(dims)) if dims else 1
                 results.append(buf.values(n).copy().reshape(dims))
-        return convert.to_output(entry.ret, convert.unflatten_value(entry.ret, results))
+        return results
 
 
 class KirBackend(Backend):

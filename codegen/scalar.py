@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Callable
 
+from pyshark.core import ops
 from pyshark.core.types import BOOL, I64, U64, ScalarType
 
 from . import kir as K
@@ -219,9 +220,52 @@ def sign(x: K.Expr) -> K.Expr:
 # The dispatch used by the lowering
 
 
+# One rule per core operator of the table (pyshark/core/ops.py); the errors
+# the guarded ones raise are the table's.
+
 _PLAIN = {"add": "add", "sub": "sub", "mul": "mul", "band": "and", "bor": "or",
           "bxor": "xor", "land": "and", "lor": "or", "eq": "eq", "ne": "ne",
           "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "atan2": "atan2"}
+
+
+def _guard(op: str, cond: K.Expr, emit: Emit, fail: Callable) -> None:
+    """Emits `if cond: fail` with the error the table gives op on integers."""
+    err = ops.BINARY[op].raises[ops.INT]
+    emit(K.If(cond, K.Block((fail(err.error, err.message),))))
+
+
+def _b_plain(op, x, y, t, emit, fail, new_var, reassoc):
+    return K.Bin(_PLAIN[op], x, y, reassoc and op in ("add", "mul") and t.is_float)
+
+
+def _b_div(op, x, y, t, emit, fail, new_var, reassoc):
+    return K.Bin("div", x, y)
+
+
+def _b_floordiv_mod(op, x, y, t, emit, fail, new_var, reassoc):
+    if t.is_float:
+        return float_floordiv(x, y) if op == "floordiv" else float_mod(x, y)
+    _guard(op, b("eq", y, const(0, t)), emit, fail)
+    return int_floordiv(x, y) if op == "floordiv" else int_mod(x, y)
+
+
+def _b_pow(op, x, y, t, emit, fail, new_var, reassoc):
+    if not t.is_float:
+        return int_pow(x, y, emit=emit, fail=fail, new_var=new_var)
+    if op == "power":
+        # numpy.power on scalars (what Python mode runs) takes the square
+        # root for an exponent of 0.5: power(-inf, 0.5) is nan,
+        # power(-0.0, 0.5) is -0.0; every other exponent is C pow
+        return sel(b("eq", y, const(0.5, t)), K.Un("sqrt", x), K.Bin("pow", x, y))
+    return K.Bin("pow", x, y)
+
+
+_BIN_RULES = dict.fromkeys(_PLAIN, _b_plain)
+_BIN_RULES.update(
+    div=_b_div, floordiv=_b_floordiv_mod, mod=_b_floordiv_mod, pow=_b_pow, power=_b_pow,
+    shl=lambda op, x, y, *_: shl(x, y), shr=lambda op, x, y, *_: shr(x, y),
+    min=lambda op, x, y, *_: minimum(x, y), max=lambda op, x, y, *_: maximum(x, y))
+assert set(_BIN_RULES) == set(ops.BINARY), "scalar.py must lower every core BinOp"
 
 
 def binop(op: str, x: K.Expr, y: K.Expr, *, emit: Emit, fail: Callable,
@@ -229,43 +273,17 @@ def binop(op: str, x: K.Expr, y: K.Expr, *, emit: Emit, fail: Callable,
     """The value of core BinOp `op`; emits guards (and loops, for integer
     pow) through `emit`; `fail(kind, text)` gives the kir.Fail to run;
     `new_var(type)` makes a fresh variable."""
-    t = _t(x)
-    if op in _PLAIN:
-        return K.Bin(_PLAIN[op], x, y, reassoc and op in ("add", "mul") and t.is_float)
-    if op == "div":
-        return K.Bin("div", x, y)
-    if op in ("floordiv", "mod"):
-        if t.is_float:
-            return float_floordiv(x, y) if op == "floordiv" else float_mod(x, y)
-        what = "integer division by zero" if op == "floordiv" else "integer modulo by zero"
-        emit(K.If(b("eq", y, const(0, t)), K.Block((fail("ZeroDivisionError", what),))))
-        return int_floordiv(x, y) if op == "floordiv" else int_mod(x, y)
-    if op == "shl":
-        return shl(x, y)
-    if op == "shr":
-        return shr(x, y)
-    if op == "min":
-        return minimum(x, y)
-    if op == "max":
-        return maximum(x, y)
-    if op in ("pow", "power"):
-        if not t.is_float:
-            return int_pow(x, y, emit=emit, fail=fail, new_var=new_var)
-        if op == "power":
-            # numpy.power on scalars (what Python mode runs) takes the square
-            # root for an exponent of 0.5: power(-inf, 0.5) is nan,
-            # power(-0.0, 0.5) is -0.0; every other exponent is C pow
-            return sel(b("eq", y, const(0.5, t)), K.Un("sqrt", x), K.Bin("pow", x, y))
-        return K.Bin("pow", x, y)
-    raise NotImplementedError(f"binary operator {op}")
+    rule = _BIN_RULES.get(op)
+    if rule is None:
+        raise NotImplementedError(f"binary operator {op}")
+    return rule(op, x, y, _t(x), emit, fail, new_var, reassoc)
 
 
 def int_pow(x, y, *, emit: Emit, fail: Callable, new_var: Callable) -> K.Expr:
     """x ** y by repeated squaring, wrapping; ValueError for y < 0 (numpy)."""
     t = _t(x)
-    if t.is_signed:
-        emit(K.If(b("lt", y, const(0, t)), K.Block((
-            fail("ValueError", "Integers to negative integer powers are not allowed."),))))
+    if ops.BINARY["pow"].raises_on(t) is not None:        # signed types
+        _guard("pow", b("lt", y, const(0, t)), emit, fail)
     acc, base, e = new_var(t), new_var(t), new_var(t)
     emit(K.Set(acc, const(1, t)))
     emit(K.Set(base, x))
@@ -284,17 +302,16 @@ _UN_PLAIN = {"neg": "neg", "not": "not", "bnot": "not", "sqrt": "sqrt", "exp": "
              "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan",
              "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "floor": "floor",
              "ceil": "ceil", "trunc": "trunc", "round": "rint", "isnan": "isnan"}
+_UN_RULES = {"abs": absolute, "sign": sign,
+             "isinf": lambda x: b("eq", K.Un("fabs", x), const(float("inf"), _t(x)))}
+assert set(_UN_PLAIN) | set(_UN_RULES) == set(ops.UNARY), "scalar.py must lower every UnOp"
 
 
 def unop(op: str, x: K.Expr) -> K.Expr:
-    t = _t(x)
-    if op == "abs":
-        return absolute(x)
-    if op == "sign":
-        return sign(x)
-    if op == "isinf":
-        return b("eq", K.Un("fabs", x), const(float("inf"), t))
-    if op == "neg" and t.is_bool:
+    rule = _UN_RULES.get(op)
+    if rule is not None:
+        return rule(x)
+    if op == "neg" and _t(x).is_bool:
         return x
     return K.Un(_UN_PLAIN[op], x)
 

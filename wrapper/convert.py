@@ -8,7 +8,8 @@ Every backend goes through the same three steps, so results compare equal:
    of tuples/records is a tuple of per-field arrays, struct of arrays).
 2. `flatten_value` / `unflatten_value`: canonical <-> the flat list of core
    values, in `flatten_stype` order (what compiled code and the core
-   interpreter take and return).
+   interpreter take and return); `call_flat` / `FlatCall` is that path
+   (flatten, run, unflatten and step 3) for every backend but python.
 3. `to_output`: canonical -> what users get back: numpy scalars, n-d numpy
    arrays, tuples, NamedTuple records and structured arrays for arrays of
    tuples/records.
@@ -509,6 +510,52 @@ def _unflatten(st: SType, it):
     if not isinstance(v, np.ndarray) or v.ndim != k or v.dtype != t.dtype:
         raise InternalCompilerError(f"backend returned {_tname(v)} for {st!r}")
     return v
+
+
+# ---------------------------------------------------------------------------
+# The call path of the compiled backends: flatten -> run -> unflatten
+
+
+class FlatCall:
+    """The flatten -> run -> unflatten path of one entry, decided once.
+
+    `flat_params`: every parameter is a scalar or an array of scalars, so the
+    canonical arguments are already the flat ones. `scalar_result`: the
+    result is one scalar, returned as run gives it when of the exact type.
+    Backends that marshal on their own fast path read these two flags and
+    call `args` / `output` otherwise."""
+
+    __slots__ = ("entry", "flat_params", "scalar_result", "ret_type")
+
+    def __init__(self, entry):
+        self.entry = entry
+        self.flat_params = all(_parts(p.stype) is None for p in entry.params)
+        self.scalar_result = isinstance(entry.ret, SScalar)
+        self.ret_type = entry.ret.t.numpy_type if self.scalar_result else None
+
+    def args(self, canon_args: list) -> list:
+        """Canonical arguments -> the flat core arguments."""
+        if self.flat_params:
+            return canon_args
+        return [x for p, a in zip(self.entry.params, canon_args)
+                for x in flatten_value(p.stype, a)]
+
+    def output(self, flat_results: list):
+        """The flat core results -> the user-facing result."""
+        if self.scalar_result and len(flat_results) == 1 \
+                and type(flat_results[0]) is self.ret_type:
+            return flat_results[0]
+        ret = self.entry.ret
+        return to_output(ret, unflatten_value(ret, flat_results))
+
+    def __call__(self, canon_args: list, run: Callable[[list], list]):
+        return self.output(run(self.args(canon_args)))
+
+
+def call_flat(entry, canon_args: list, run: Callable[[list], list]):
+    """Calls `run` (flat core arguments -> flat core results) on an entry's
+    canonical arguments and returns its result in the output format."""
+    return FlatCall(entry)(canon_args, run)
 
 
 # ---------------------------------------------------------------------------

@@ -24,11 +24,8 @@ class CoreModule(LoadedModule):
 
     def call(self, name: str, canon_args: list):
         from pyshark.core.interp import run_entry
-        entry = self.entries[name]
-        flat = [x for p, a in zip(entry.params, canon_args)
-                for x in convert.flatten_value(p.stype, a)]
-        results = run_entry(self.program, name, flat)
-        return convert.to_output(entry.ret, convert.unflatten_value(entry.ret, results))
+        return convert.call_flat(self.entries[name], canon_args,
+                                 lambda flat: run_entry(self.program, name, flat))
 
 
 class CoreBackend(Backend):

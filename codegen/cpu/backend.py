@@ -149,9 +149,13 @@ class _Caller:
         self.messages = messages
         self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
         self.results = [(np.dtype(ScalarType(e).dtype), r, e) for e, r in spec["results"]]
-        # entries whose parameters are all scalars or arrays of scalars take
-        # their canonical arguments as the flat ones
-        self.flat_params = len(entry.params) == len(self.params)
+        # the shared flatten/unflatten path (convert.FlatCall); its two fast
+        # paths are inlined in __call__: parameters that are all scalars or
+        # arrays of scalars are the flat arguments, and a scalar result (of
+        # the exact numpy type, as built below) is the output
+        self.flat = convert.FlatCall(entry)
+        self.flat_params = self.flat.flat_params
+        self.simple_result = self.flat.scalar_result
         argtypes = [ctypes.POINTER(Ctx)]
         for (dt, r), (e, _) in zip(self.params, spec["params"]):
             if r == 0:
@@ -163,15 +167,9 @@ class _Caller:
         # a CFUNCTYPE foreign function releases the GIL during the call
         self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(lib.address_of(sym))
         self.lib = lib          # keeps the library (or JIT engine) alive
-        self.simple_result = (len(entry.params) >= 0 and len(self.results) == 1
-                              and self.results[0][1] == 0)
 
     def __call__(self, canon_args: list):
-        if self.flat_params:
-            flat = canon_args
-        else:
-            flat = [x for p, a in zip(self.entry.params, canon_args)
-                    for x in convert.flatten_value(p.stype, a)]
+        flat = canon_args if self.flat_params else self.flat.args(canon_args)
         args: list = []
         keep = []
         for (dt, r), v in zip(self.params, flat):
@@ -206,7 +204,7 @@ class _Caller:
             raise self._error(ctx)
         if self.simple_result:
             return results[0]
-        return convert.to_output(self.entry.ret, convert.unflatten_value(self.entry.ret, results))
+        return self.flat.output(results)
 
     def _error(self, ctx: Ctx) -> Exception:
         cls = _ERRORS.get(ctx.code, RuntimeError)

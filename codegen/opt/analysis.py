@@ -18,9 +18,8 @@ from collections import ChainMap
 from typing import Callable, Optional
 
 from pyshark.core import ir
+from pyshark.core.traverse import FIELD_NAMES, binder_vars, iter_stms, map_exp
 from pyshark.core.types import ArrayType
-
-from .rewrite import _FIELDS, map_exp
 
 
 def atom_key(a: ir.Atom):
@@ -71,7 +70,7 @@ def exp_key(e: ir.Exp):
 
 
 def _fields(cls):
-    return _FIELDS[cls]
+    return FIELD_NAMES[cls]
 
 
 class Facts:
@@ -287,7 +286,6 @@ def rows_regular(e: ir.Exp) -> bool:
 
 class _Regular:
     def __init__(self, m: ir.Map):
-        from pyshark.core.traverse import iter_stms
         self.m = m
         self.defs: dict[str, ir.Let] = {}
         self.rows: dict[str, ir.Var] = {p.name: a for p, a in zip(m.lam.params, m.arrs)}
@@ -300,7 +298,6 @@ class _Regular:
             elif x.__class__ in (ir.Reduce, ir.Scan):
                 k = len(x.neutral)
                 self.rows.update({p.name: a for p, a in zip(x.lam.params[k:], x.arrs)})
-        from .rewrite import binder_vars
         self.varying = {p.name for p in m.lam.params} | {v.name for v in
                                                          binder_vars(m.lam.body)}
 
@@ -389,7 +386,6 @@ def alias_edges(body: ir.Body) -> dict[str, set[str]]:
     """name -> the names whose storage it may share, for every statement in
     body (nested ones too): views, atom copies, branch results, loop
     parameters with their initial values and results, call arguments."""
-    from pyshark.core.traverse import iter_stms
     edges: dict[str, set[str]] = {}
 
     def edge(dst: str, src) -> None:
@@ -437,7 +433,6 @@ def alias_closure(edges: dict[str, set[str]], seeds) -> set[str]:
 def consumable_names(body: ir.Body) -> set[str]:
     """Names whose storage an Update anywhere in body may overwrite: the arrays
     updated, closed backwards over aliasing (alias_edges)."""
-    from pyshark.core.traverse import iter_stms
     seeds = {s.exp.arr.name for s in iter_stms(body) if s.exp.__class__ is ir.Update}
     return alias_closure(alias_edges(body), seeds)
 

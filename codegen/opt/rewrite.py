@@ -1,12 +1,15 @@
 """Generic rewriting of the core IR, shared by the passes in codegen/opt.
 
-- `map_exp(e, atom_fn, body_fn)`: rebuild one expression, applying atom_fn to
-  its operand atoms (never to binders) and body_fn to each directly nested
-  Body (branches, loop condition and body, SOAC lambda bodies).
+The traversal itself is pyshark/core/traverse.py (one table of the fields
+of every node class); this module adds what only the passes need:
+- `map_exp(e, atom_fn, body_fn)` (traverse's): rebuild one expression,
+  applying atom_fn to its operand atoms (never to binders) and body_fn to
+  each directly nested Body (branches, loop condition and body, SOAC lambda
+  bodies).
 - `subst(node, m)`: replace every Var named in m, binders included, anywhere
   inside a node (used to rename whole bodies apart).
 - `uses(node)` / `binders(node)` / `free_vars(node)`: names referenced and
-  bound inside a node.
+  bound inside a node; `use_counts(node)`: how often each name is referenced.
 - `NameGen`: fresh names `base_N` that stay unique within a FunDef.
 
 All functions return the input object itself when nothing changes, so
@@ -14,71 +17,18 @@ unchanged subtrees are shared rather than copied.
 """
 from __future__ import annotations
 
-import dataclasses
 import re
-import typing
 from collections import Counter
 from typing import Callable, Iterable
 
 from pyshark.core import ir
+from pyshark.core.traverse import (FIELD_NAMES as _FIELDS, binder_vars, free_vars, map_exp,
+                                   rebuild as _rebuild, uses, walk_names)
 
 Atom = ir.Atom
 
-# Node classes whose fields are walked generically (not Var, Const, Loc, types):
-# every expression class of ir.Exp, so a new one is traversed without changes here.
-_EXPS = typing.get_args(ir.Exp)
-_NODES = frozenset(_EXPS + (ir.Body, ir.Let, ir.Lambda, ir.SliceDim, ir.ForLoop,
-                            ir.WhileLoop))
-_FIELDS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in _NODES}
-
-
-def _rebuild(node, values: list):
-    """node with its fields replaced by values, or node itself if all are identical."""
-    names = _FIELDS[node.__class__]
-    if all(getattr(node, n) is v for n, v in zip(names, values)):
-        return node
-    return node.__class__(*values)
-
-
-# ---------------------------------------------------------------------------
-# One expression, shallow
-
-
-def _map_field(v, atom_fn, body_fn):
-    cls = v.__class__
-    if cls is ir.Var or cls is ir.Const:
-        return atom_fn(v)
-    if cls is tuple:
-        new = tuple(_map_field(x, atom_fn, body_fn) for x in v)
-        return v if all(a is b for a, b in zip(v, new)) else new
-    if cls is ir.SliceDim:
-        return _rebuild(v, [None if a is None else atom_fn(a)
-                            for a in (v.start, v.stop, v.step)])
-    if cls is ir.Lambda:
-        return _rebuild(v, [v.params, body_fn(v.body), v.ret])
-    if cls is ir.Body:
-        return body_fn(v)
-    return v            # str, int, bool, None, types
-
-
-def map_exp(e: ir.Exp, atom_fn: Callable[[Atom], Atom],
-            body_fn: Callable[[ir.Body], ir.Body]) -> ir.Exp:
-    """e rebuilt with atom_fn on its operand atoms and body_fn on its nested bodies.
-
-    Binders (lambda and loop parameters, the for-loop index) are left alone.
-    Bodies are visited in evaluation order (a while condition before the loop body).
-    """
-    cls = e.__class__
-    if cls is ir.Loop:
-        form = e.form
-        if form.__class__ is ir.ForLoop:
-            form = _rebuild(form, [form.index, atom_fn(form.bound)])
-        else:
-            form = _rebuild(form, [body_fn(form.cond)])
-        inits = _map_field(e.inits, atom_fn, body_fn)
-        return _rebuild(e, [e.params, inits, form, body_fn(e.body)])
-    return _rebuild(e, [_map_field(getattr(e, n), atom_fn, body_fn) for n in _FIELDS[cls]])
+# Node classes whose fields are walked (not Var, Const, Loc, types)
+_NODES = frozenset(_FIELDS)
 
 
 def exp_atoms(e: ir.Exp) -> list[Atom]:
@@ -119,43 +69,18 @@ def subst_atom(a: Atom, m: dict[str, Atom]) -> Atom:
     return m.get(a.name, a) if a.__class__ is ir.Var else a
 
 
-_BINDER_FIELDS = {ir.Let: "pat", ir.Lambda: "params", ir.Loop: "params",
-                  ir.ForLoop: "index"}
-
-
-def _walk(x, on_use, on_bind):
-    """Calls on_use(name) for each referenced Var and on_bind(var) for each binder."""
-    cls = x.__class__
-    if cls is ir.Var:
-        on_use(x.name)
-    elif cls is tuple:
-        for y in x:
-            _walk(y, on_use, on_bind)
-    elif cls in _NODES:
-        bf = _BINDER_FIELDS.get(cls)
-        for n in _FIELDS[cls]:
-            v = getattr(x, n)
-            if n == bf:
-                for p in (v if isinstance(v, tuple) else (v,)):
-                    on_bind(p)
-            else:
-                _walk(v, on_use, on_bind)
-
-
-def uses(node) -> set[str]:
-    """Names referenced (not bound) anywhere inside node."""
-    out: set[str] = set()
-    _walk(node, out.add, lambda n: None)
-    return out
+def _ignore(_):
+    return None
 
 
 def use_counts(node) -> Counter:
-    """How many times each name is referenced inside node."""
+    """How many times each name is referenced inside node (every reference
+    counts, unlike traverse.use_counts, which counts mentioning statements)."""
     out: Counter = Counter()
 
     def add(n):
         out[n] += 1
-    _walk(node, add, lambda n: None)
+    walk_names(node, add, _ignore)
     return out
 
 
@@ -164,22 +89,10 @@ def binders(node) -> set[str]:
     return {v.name for v in binder_vars(node)}
 
 
-def binder_vars(node) -> list[ir.Var]:
-    """The Vars bound anywhere inside node, in order."""
-    out: list[ir.Var] = []
-    _walk(node, lambda n: None, out.append)
-    return out
-
-
-def free_vars(node) -> set[str]:
-    """Names referenced inside node but bound outside it."""
-    return uses(node) - binders(node)
-
-
 def body_stms_uses(stms: Iterable[ir.Let]) -> set[str]:
     out: set[str] = set()
     for s in stms:
-        _walk(s.exp, out.add, lambda n: None)
+        walk_names(s.exp, out.add, _ignore)
     return out
 
 
@@ -224,3 +137,8 @@ def map_functions(program: ir.Program, fn: Callable[[ir.FunDef], ir.FunDef]) -> 
     """A new Program with fn applied to every FunDef (entries, records kept)."""
     funs = {name: fn(f) for name, f in program.functions.items()}
     return ir.Program(funs, dict(program.entries), dict(program.records), program.filename)
+
+
+__all__ = ["map_exp", "exp_atoms", "subst", "subst_atom", "uses", "use_counts", "binders",
+           "binder_vars", "free_vars", "body_stms_uses", "NameGen", "fundef_names",
+           "map_functions"]

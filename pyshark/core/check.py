@@ -15,45 +15,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from . import ir
+from . import ir, ops
 from ..errors import InternalCompilerError
 from .pretty import pretty_atom, pretty_stm
+from .traverse import uses
 from .typeof import exp_types, index_result
 from .types import BOOL, I64, ArrayType, ScalarType, flatten_stype
-
-# Which scalar types each operator accepts (see the table in ir.py).
-_NUM = "num"      # ints and floats
-_INT = "int"
-_FLOAT = "float"
-_BOOL = "bool"
-_INTBOOL = "intbool"
-_ANY = "any"
-
-BINOP_KINDS = {
-    "add": _NUM, "sub": _NUM, "mul": _NUM, "div": _FLOAT, "floordiv": _NUM,
-    "mod": _NUM, "pow": _NUM, "power": _NUM, "band": _INTBOOL, "bor": _INTBOOL, "bxor": _INTBOOL,
-    "shl": _INT, "shr": _INT, "land": _BOOL, "lor": _BOOL, "min": _ANY, "max": _ANY,
-    "atan2": _FLOAT, "eq": _ANY, "ne": _ANY, "lt": _ANY, "le": _ANY, "gt": _ANY,
-    "ge": _ANY,
-}
-UNOP_KINDS = {"neg": _NUM, "not": _BOOL, "bnot": _INT, "abs": _NUM, "sign": _NUM}
-UNOP_KINDS.update({op: _FLOAT for op in ir.UNOPS if op not in UNOP_KINDS})
-
-
-def type_allowed(kind: str, t: ScalarType) -> bool:
-    if kind == _ANY:
-        return True
-    if kind == _NUM:
-        return t.is_int or t.is_float
-    if kind == _INT:
-        return t.is_int
-    if kind == _FLOAT:
-        return t.is_float
-    if kind == _BOOL:
-        return t.is_bool
-    if kind == _INTBOOL:
-        return t.is_int or t.is_bool
-    raise AssertionError(kind)
 
 
 def _is_int(t) -> bool:
@@ -73,23 +40,6 @@ class _Fail(Exception):
 
 def _fail(msg: str):
     raise _Fail(msg)
-
-
-def _names_used(e, out: set) -> set:
-    """Every Var name referenced anywhere in e (nested bodies included)."""
-    if isinstance(e, ir.Var):
-        out.add(e.name)
-    elif isinstance(e, (ir.Const, str, int, bool, float, type(None), ScalarType, ArrayType)):
-        pass
-    elif isinstance(e, (tuple, list)):
-        for x in e:
-            _names_used(x, out)
-    elif isinstance(e, ir.Let):
-        _names_used(e.exp, out)
-    elif hasattr(e, "__dataclass_fields__"):
-        for f in e.__dataclass_fields__:
-            _names_used(getattr(e, f), out)
-    return out
 
 
 class _FunChecker:
@@ -198,7 +148,7 @@ class _FunChecker:
         for stm in body.stms:
             try:
                 cons = self.stm(stm, scope)
-                used = _names_used(stm.exp, set())
+                used = uses(stm.exp)
                 self.check_not_consumed(used, consumed)
             except _Fail as ex:
                 self.error(str(ex), stm)
@@ -209,7 +159,7 @@ class _FunChecker:
                     consumed.setdefault(r, stm)
         try:
             got = tuple(self.atom(a, scope, f"result of {what}") for a in body.result)
-            self.check_not_consumed(_names_used(body.result, set()), consumed)
+            self.check_not_consumed(uses(body.result), consumed)
         except _Fail as ex:
             self.error(f"{ex} (in the result of {what})")
         if ret is not None and got != tuple(ret):
@@ -310,20 +260,22 @@ def _c_atomexp(c: _FunChecker, e: ir.AtomExp, s):
 
 
 def _c_binop(c, e: ir.BinOp, s):
-    if e.op not in ir.BINOPS:
+    op = ops.BINARY.get(e.op)
+    if op is None:
         _fail(f"unknown binary operator {e.op!r}")
     tx, ty = c.scalar(e.x, s), c.scalar(e.y, s)
     if tx != ty:
         _fail(f"operands of {e.op} have different types {tx} and {ty}")
-    if not type_allowed(BINOP_KINDS[e.op], tx):
+    if not op.accepts(tx):
         _fail(f"operator {e.op} is not defined on {tx}")
 
 
 def _c_unop(c, e: ir.UnOp, s):
-    if e.op not in ir.UNOPS:
+    op = ops.UNARY.get(e.op)
+    if op is None:
         _fail(f"unknown unary operator {e.op!r}")
     t = c.scalar(e.x, s)
-    if not type_allowed(UNOP_KINDS[e.op], t):
+    if not op.accepts(t):
         _fail(f"operator {e.op} is not defined on {t}")
 
 

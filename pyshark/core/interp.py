@@ -15,7 +15,6 @@ an Update consumes is removed from the environment.
 from __future__ import annotations
 
 import math
-import operator
 import sys
 import warnings
 from itertools import repeat
@@ -23,7 +22,7 @@ from itertools import repeat
 import numpy as np
 
 from ..errors import InternalCompilerError, ShapeError
-from . import ir
+from . import ir, ops
 from .types import ScalarType, Type
 
 # ---------------------------------------------------------------------------
@@ -89,61 +88,47 @@ def _check_width(w: int, arrs, vals, loc, what: str):
 
 
 # ---------------------------------------------------------------------------
-# Scalar operators
+# Scalar operators: the reference functions of the operator table (ops.py),
+# with the statement's location added to the errors they raise
 
 
-def _int_floordiv(x, y, loc):
-    if y == 0:
-        raise ZeroDivisionError(f"integer division by zero{_at(loc)}")
-    return x // y
-
-
-def _int_mod(x, y, loc):
-    if y == 0:
-        raise ZeroDivisionError(f"integer modulo by zero{_at(loc)}")
-    return x % y
-
-
-def _int_pow(x, y, loc):
-    if y < 0:
-        raise ValueError(f"integers to negative integer powers are not allowed{_at(loc)}")
-    return x ** y
-
-
-def _float_power(x, y, loc):
-    # numpy.power itself, on the numpy scalars: the same function Python mode's
-    # ps.pow calls, fast paths included (an exponent of 0.5 is sqrt)
-    return np.power(x, y)
+def _located(f, exc):
+    def g(x, y, loc):
+        try:
+            return f(x, y)
+        except exc as ex:
+            if loc is None:
+                raise
+            raise exc(f"{ex}{_at(loc)}") from None
+    return g
 
 
 def _plain(f):
     return lambda x, y, loc: f(x, y)
 
 
-_BIN_COMMON = {
-    "add": _plain(operator.add), "sub": _plain(operator.sub), "mul": _plain(operator.mul),
-    "div": _plain(operator.truediv),
-    "band": _plain(operator.and_), "bor": _plain(operator.or_),
-    "bxor": _plain(operator.xor), "shl": _plain(operator.lshift),
-    "shr": _plain(operator.rshift),
-    "land": lambda x, y, loc: np.bool_(x and y), "lor": lambda x, y, loc: np.bool_(x or y),
-    "min": _plain(np.minimum), "max": _plain(np.maximum), "atan2": _plain(np.arctan2),
-    "eq": _plain(operator.eq), "ne": _plain(operator.ne), "lt": _plain(operator.lt),
-    "le": _plain(operator.le), "gt": _plain(operator.gt), "ge": _plain(operator.ge),
-}
-_BIN_INT = dict(_BIN_COMMON, floordiv=_int_floordiv, mod=_int_mod, pow=_int_pow,
-                power=_int_pow)
-_BIN_FLOAT = dict(_BIN_COMMON, floordiv=_plain(operator.floordiv), mod=_plain(operator.mod),
-                  pow=_plain(operator.pow), power=_float_power)
+def _bin_table(kinds) -> dict:
+    """op -> handler(x, y, loc) for operands of the given kinds."""
+    out = {}
+    for name, op in ops.BINARY.items():
+        for k in kinds:
+            if k in op.kinds:
+                r = op.raises.get(k)
+                h = _located(op.ref[k], r.exception) if r else _plain(op.ref[k])
+                assert name not in out or op.ref[k] is op.ref[out[name][0]]
+                out.setdefault(name, (k, h))
+    return {name: h for name, (k, h) in out.items()}
 
-_UN = {
-    "neg": operator.neg, "not": lambda x: np.bool_(not x), "bnot": operator.invert,
-    "abs": np.abs, "sign": np.sign, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
-    "log2": np.log2, "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-    "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
-    "round": np.round, "trunc": np.trunc, "isnan": np.isnan, "isinf": np.isinf,
-}
+
+_BIN_INT = _bin_table([ops.INT])
+_BIN_OTHER = _bin_table([ops.FLOAT, ops.BOOL])     # floats and bools share references
+_UN = {name: op.ref[min(op.kinds)] for name, op in ops.UNARY.items()}
+assert all(len(set(op.ref.values())) == 1 for op in ops.UNARY.values())
+
+
+def _no_binop(e: ir.BinOp):
+    raise InternalCompilerError(f"core interpreter: operator {e.op} is not defined on "
+                                f"{e.x.type}")
 
 
 # ---------------------------------------------------------------------------
@@ -224,8 +209,10 @@ def _h_atom(it: I, e: ir.AtomExp, env, loc):
 def _h_binop(it: I, e: ir.BinOp, env, loc):
     x = it.atom(e.x, env)
     y = it.atom(e.y, env)
-    table = _BIN_INT if e.x.type.is_int else _BIN_FLOAT
-    return (table[e.op](x, y, loc),)
+    h = (_BIN_INT if e.x.type.is_int else _BIN_OTHER).get(e.op)
+    if h is None:
+        _no_binop(e)
+    return (h(x, y, loc),)
 
 
 def _h_unop(it: I, e: ir.UnOp, env, loc):

@@ -65,7 +65,8 @@ Atom = Union[Var, Const]
 # Scalar expressions
 
 # BinOp operators. Operands have one type; the result has that type except
-# for comparisons (bool).
+# for comparisons (bool). core/ops.py holds the operators as one table
+# (operand types, result type, errors, reference semantics, spellings).
 #   add sub mul         ints wrap (two's complement), floats IEEE (no FMA)
 #   div                 floats only (the translator converts ints to f64 first)
 #   floordiv mod        Python floor semantics; ints raise ZeroDivisionError

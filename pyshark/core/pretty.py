@@ -8,18 +8,14 @@ from __future__ import annotations
 
 import math
 
-from . import ir
+from . import ir, ops
 from .types import ScalarType, SType, Type
 
 _IND = "  "
 
-_INFIX = {
-    "add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%",
-    "pow": "**", "band": "&", "bor": "|", "bxor": "^", "shl": "<<", "shr": ">>",
-    "land": "&&", "lor": "||", "eq": "==", "ne": "!=", "lt": "<", "le": "<=",
-    "gt": ">", "ge": ">=",
-}
-_PREFIX = {"neg": "-", "not": "!", "bnot": "~"}
+# Operator symbols from the operator table; the others print as name(x, ...)
+_INFIX = {name: op.symbol for name, op in ops.BINARY.items() if op.symbol}
+_PREFIX = {name: op.symbol for name, op in ops.UNARY.items() if op.symbol}
 
 
 def pretty_type(t: Type) -> str:

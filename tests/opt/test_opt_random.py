@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from opt_build import BOOL, F32, F64, I8, I32, I64, U8, U32, B, check_same, fun, ir, prog
 from pyshark.codegen.pipeline import optimise
-from pyshark.core.check import BINOP_KINDS, UNOP_KINDS, type_allowed
+from pyshark.core import ops
 
 TYPES = [I8, U8, I32, U32, I64, F32, F64, BOOL]
 
@@ -55,14 +55,14 @@ def _build(t, script):
         for kind, r1, r2, r3 in script:
             ty = [k for k in pools if pools[k]][r1 % len([k for k in pools if pools[k]])]
             if kind == "bin":
-                ops = sorted(op for op, k in BINOP_KINDS.items() if type_allowed(k, ty))
-                op = ops[r2 % len(ops)]
+                names = sorted(n for n, o in ops.BINARY.items() if o.accepts(ty))
+                op = names[r2 % len(names)]
                 v = b.bin(op, pick(ty, r2 // 7), pick(ty, r3))
             elif kind == "un":
-                ops = sorted(op for op, k in UNOP_KINDS.items() if type_allowed(k, ty))
-                if not ops:
+                names = sorted(n for n, o in ops.UNARY.items() if o.accepts(ty))
+                if not names:
                     continue
-                v = b.un(ops[r2 % len(ops)], pick(ty, r3))
+                v = b.un(names[r2 % len(names)], pick(ty, r3))
             elif kind == "conv":
                 v = b.let(ir.Convert(TYPES[r2 % len(TYPES)], pick(ty, r3)))
             elif kind == "sel":
@@ -72,12 +72,12 @@ def _build(t, script):
                 b.let(ir.Assert(pick(BOOL, r2), "failed", "AssertionError"))
                 continue
             elif kind == "if":
-                ops = sorted(op for op, k in BINOP_KINDS.items()
-                             if type_allowed(k, ty) and op not in ir.COMPARISONS)
+                arith = sorted(n for n, o in ops.BINARY.items()
+                               if o.accepts(ty) and n not in ir.COMPARISONS)
                 cond = pick(BOOL, r2)
 
                 def branch(sb, r):
-                    return sb.bin(ops[r % len(ops)], pick(ty, r // 3), pick(ty, r // 11))
+                    return sb.bin(arith[r % len(arith)], pick(ty, r // 3), pick(ty, r // 11))
                 v = b.let(ir.If(cond, b.block(branch, r3), b.block(branch, r2 + r3), (ty,)))
             else:
                 v = b.let(ir.AtomExp(pick(ty, r3)))
