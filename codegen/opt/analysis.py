@@ -211,7 +211,7 @@ def binop_may_raise(e: ir.BinOp, facts: Optional[Facts] = None) -> bool:
     y = facts.resolve(e.y) if facts is not None else e.y
     if e.op in _INT_PARTIAL:
         return not (y.__class__ is ir.Const and y.value != 0)
-    if e.op == "pow":
+    if e.op in ("pow", "power"):
         return not (y.__class__ is ir.Const and y.value >= 0
                     or facts is not None and facts.is_nonneg(y))
     return False

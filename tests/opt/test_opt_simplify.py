@@ -144,8 +144,6 @@ def test_dead_code_keeps_what_may_raise():
         check_same(p, q, "f", [np.int64(args[0]), np.array(args[1]), np.int64(args[2])])
 
 
-@pytest.mark.xfail(strict=True, reason="analysis.binop_may_raise knows only 'pow', not the "
-                   "table's 'power' (ps.pow), which raises the same ValueError")
 def test_dead_code_keeps_an_integer_power_that_may_raise():
     def body(b: B, x, d):
         b.bin("power", x, d)                          # ps.pow(x, d): may be a negative power
