@@ -4,8 +4,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from codegen import kir as K
-from codegen.kir_interp import (GARBAGE_BYTE, UNINIT, Buffer, KirInterpError,
+from pyshark.codegen import kir as K
+from pyshark.codegen.kir_interp import (GARBAGE_BYTE, UNINIT, Buffer, KirInterpError,
                                 KirMemoryError, KirPreconditionError, float_to_int, leaks,
                                 run_function)
 from pyshark.core.types import (BOOL, F32, F64, FLOAT_TYPES, I8, I16, I32, I64, INT_TYPES,
