@@ -55,7 +55,8 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, damage):
     # mapped must never be damaged under it: that would crash any program).
     code = ("import sys; from pyshark import Wrapper; w = Wrapper('cpu', cache_dir=sys.argv[1]); "
             "w.add_source_file(sys.argv[2]); w.compile_and_load()")
-    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(SAXPY)], check=True)
+    subprocess.run([sys.executable, "-c", code, str(tmp_path), str(SAXPY)], check=True,
+                   cwd=tmp_path)
     [entry] = [p for p in (tmp_path).rglob("manifest.json")]
     d = entry.parent
     lib = d / "module.so"
@@ -78,7 +79,7 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, damage):
 def test_build_and_call_from_c(tmp_path):
     out = tmp_path / "saxpy-cpu"
     r = subprocess.run([sys.executable, "-m", "pyshark.cli", "build", str(SAXPY), "--backend",
-                        "cpu", "-o", str(out)], capture_output=True, text=True)
+                        "cpu", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     header = (out / "module.h").read_text()
     assert "pyshark_saxpy(" in header and "pyshark_dot(" in header

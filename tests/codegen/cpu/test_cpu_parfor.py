@@ -179,7 +179,9 @@ def test_fail_inside_parfor(lib):
         assert ctx.args[0] in (17, 54_321, 99_999)
         assert list(ctx.args)[1:] == [count, -3, 0]
         assert after[0] == 0                              # the host stopped after the loop
-        assert marks[:18].all() and not marks[18:count // 3].any()   # the chunk stopped
+        assert marks[:18].all()
+        if nthreads in (1, 2):          # chunk 0 holds index 17 and more: it stopped there
+            assert not marks[18:count // 3].any()
     marks = np.zeros(count, np.int32)
     rc, ctx = lib.call("pfail", marks, np.zeros(count, bool), after, count)
     assert rc == 0 and after[0] == 1 and marks.all()
@@ -342,5 +344,5 @@ def test_jit_without_libgomp_runs_parfors_sequentially(tmp_path):
         print("ok")
     """)
     r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
-                       capture_output=True, text=True, timeout=120)
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
