@@ -39,7 +39,7 @@ from typing import Optional
 
 import numpy as np
 
-from pyshark.core.types import U64, ScalarType
+from pyshark.core.types import U32, U64, ScalarType
 
 from . import kir as K
 from .kir_check import check_function
@@ -204,16 +204,28 @@ def _int_divrem(op: str, x, y):
     return t.numpy_type(q if op == "div" else xi - q * yi)
 
 
-def float_to_int(f: float, to: ScalarType):
-    """Cast of a float to an integer type: truncation toward zero; NaN, inf
-    and values outside the 64-bit conversion's range ([-2**63, 2**63), or up
-    to 2**64 for u64) give INT64_MIN (x86's cvttsd2si), then truncated to
-    `to` (0 for narrower types, 2**63 for u64)."""
-    top = 1 << (64 if to is U64 else 63)
+def _cvtt(f: float, bits: int) -> int:
+    """x86 cvtt*2si to `bits`: truncation toward zero, the integer minimum
+    for NaN, inf and out-of-range values."""
     v = math.trunc(f) if math.isfinite(f) else None
-    if v is None or not -(1 << 63) <= v < top:
-        v = -(1 << 63)
-    return _wrap(v, to)
+    lo = -(1 << (bits - 1))
+    if v is None or not lo <= v < -lo:
+        return lo
+    return v
+
+
+def float_to_int(f: float, to: ScalarType):
+    """Cast of a float to an integer type, as gcc's x86-64 code (and numpy)
+    does it and kir.Cast specifies: i8/i16/i32/u8/u16 through a 32-bit cvtt,
+    i64/u32 through a 64-bit one, u64 exact below 2**64 (x >= 2**63, an
+    ordered comparison, through cvtt(x - 2**63) ^ 2**63); then truncated."""
+    if to is U64:
+        f = float(f)
+        if f >= 2.0 ** 63:                # ordered: NaN takes the other branch
+            return _wrap(_cvtt(f - 2.0 ** 63, 64) ^ (1 << 63), to)
+        return _wrap(_cvtt(f, 64), to)
+    bits = 64 if (to.bits == 64 or to is U32) else 32
+    return _wrap(_cvtt(float(f), bits), to)
 
 
 def cast(x, to: ScalarType):

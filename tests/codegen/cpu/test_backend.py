@@ -275,3 +275,21 @@ def test_fastmath_relaxes_and_stays_close(tmp_path):
     np.testing.assert_allclose(w.saxpy(np.float32(1.5), xs, ys), np.float32(1.5) * xs + ys,
                                rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(w.dot(xs, ys), np.dot(xs.astype(np.float64), ys), rtol=1e-4)
+
+
+def test_out_of_range_float_to_int_conversions_match_python_mode(tmp_path):
+    src = module(tmp_path, """
+    @ps.entry
+    def conv(xs: ps.Array[ps.f64]) -> tuple[ps.Array[ps.i8], ps.Array[ps.i32], ps.Array[ps.u32], ps.Array[ps.i64], ps.Array[ps.u64]]:
+        return (ps.map(lambda x: ps.i8(x), xs), ps.map(lambda x: ps.i32(x), xs),
+                ps.map(lambda x: ps.u32(x), xs), ps.map(lambda x: ps.i64(x), xs),
+                ps.map(lambda x: ps.u64(x), xs))
+    """)
+    xs = np.array([np.nan, np.inf, -np.inf, 1e20, -1e20, 3e9 + 1, -300.7, 2.0 ** 63, 1.9e19,
+                   5e9, 0.5, -0.5])
+    got = wrapper(src, tmp_path / "c").conv(xs)
+    py = Wrapper("python", cache_dir=tmp_path / "p")
+    py.add_source_file(src)
+    want = py.compile_and_load().conv(xs)
+    for g, w in zip(got, want):
+        assert g.tolist() == w.tolist()
