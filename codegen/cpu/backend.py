@@ -33,14 +33,14 @@ from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest
 
 from .. import kir as K
 from ..lower import symbol
+from ..marshal import ERRORS, error_from
 
 LIB_FILE = "module.so"
 ABI_FILE = "abi.json"
 HEADER_FILE = "module.h"
 KIR_FILE = "kernels.txt"
 
-_ERRORS = {1: IndexError, 2: ZeroDivisionError, 3: AssertionError, 4: ShapeError,
-           5: ValueError, 6: MemoryError}
+_ERRORS = ERRORS            # kept under its old name
 
 _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
            "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
@@ -207,16 +207,7 @@ class _Caller:
         return self.flat.output(results)
 
     def _error(self, ctx: Ctx) -> Exception:
-        cls = _ERRORS.get(ctx.code, RuntimeError)
-        if 0 <= ctx.msg < len(self.messages):
-            text = self.messages[ctx.msg]
-            try:
-                text = text.format(*list(ctx.args)[:text.count("{}")])
-            except (IndexError, ValueError):
-                pass
-        else:
-            text = f"error {ctx.code} in compiled code"
-        return cls(text)
+        return error_from(ctx.code, ctx.msg, ctx.args, self.messages)
 
 
 def _sha256(path: Path) -> str:
