@@ -1,0 +1,167 @@
+"""Backend "opencl": core IR -> kernel IR -> OpenCL C kernels + Python host code.
+
+compile: translate and check, lower to the kernel IR shared with the CPU
+backend (codegen.cpu.backend.build_kernels), then spell every ParFor body as
+an OpenCL C kernel (emit_cl.py) and everything else as a generated Python
+host module (host.py). The artifact directory holds kernels.cl, host.py,
+the kernel IR as text (kernels.txt) and abi.json (the CPU backend's entry
+ABI and error messages, plus the kernels and the hashes of both sources).
+
+load: build the OpenCL program once per process (PoCL also caches binaries
+on disk), compile the host module once with compile(). call: the CPU
+backend's marshalling (codegen/marshal.py); array inputs are copied to the
+device, array results are copied back into numpy arrays (no device-resident
+arrays yet); the call's device memory is released when it returns.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+
+from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
+
+from .. import kir as K
+from ..lower import symbol
+from ..marshal import Signature, error_from
+
+CL_FILE = "kernels.cl"
+HOST_FILE = "host.py"
+ABI_FILE = "abi.json"
+KIR_FILE = "kernels.txt"
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def translate_kernels(kernels: K.Module):
+    """(host module source, OpenCL C source, [kernel meta]) of a kernel IR
+    module; the meta are [name, [arg kinds], can_fail] per kernel."""
+    from .host import translate
+    hp = translate(kernels)
+    meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail]
+            for k in hp.kernels]
+    return hp, meta
+
+
+class OpenCLModule(LoadedModule):
+    def __init__(self, dev, namespace: dict, kernels: list, abi: dict, messages: list,
+                 entries, source):
+        super().__init__(entries, source)
+        self.dev = dev
+        self.messages = messages
+        self.callers = {name: _Caller(dev, namespace["ENTRIES"][symbol(name)], spec, messages,
+                                      entries[name], kernels)
+                        for name, spec in abi.items() if name in entries}
+
+    def call(self, name: str, canon_args: list):
+        return self.callers[name](canon_args)
+
+
+class _Caller:
+    """flatten -> copy in -> host function -> copy out -> unflatten."""
+
+    def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list):
+        from . import runtime
+        self.runtime = runtime
+        self.dev = dev
+        self.fn = fn
+        self.sig = Signature(spec, entry)
+        self.messages = messages
+        self.kernels = kernels
+
+    def __call__(self, canon_args: list):
+        sig = self.sig
+        flat = sig.flatten(canon_args)
+        with self.dev.lock, np.errstate(all="ignore"):
+            rt = self.runtime.Call(self.dev, self.kernels)
+            try:
+                args: list = []
+                for (dt, r), v in zip(sig.params, flat):
+                    if r == 0:
+                        args.append(dt.type(v))
+                        continue
+                    v = np.ascontiguousarray(v, dtype=dt)
+                    args.append(rt.upload(v))
+                    args += [np.int64(d) for d in v.shape]
+                outs = []
+                for dt, r, e in sig.results:
+                    if r == 0:
+                        cell = np.zeros(1, dt)
+                        outs.append(cell)
+                        args.append((cell, 0))
+                    else:
+                        ptr, shape = np.full(1, None, dtype=object), np.zeros(r, np.int64)
+                        outs.append((ptr, shape))
+                        args += [(ptr, 0), (shape, 0)]
+                err = self.fn(rt, *args)
+                if err is not None:
+                    raise error_from(err[0], err[1], err[2], self.messages)
+                results = []
+                for (dt, r, e), o in zip(sig.results, outs):
+                    if r == 0:
+                        results.append(o[0])
+                    else:
+                        ptr, shape = o
+                        results.append(rt.download(ptr[0], tuple(int(d) for d in shape), dt))
+            finally:
+                rt.release()
+        return sig.output(results)
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+    description = ("OpenCL C kernels through pyopencl (PoCL on a CPU, or a GPU), "
+                   "generated Python host code")
+
+    @classmethod
+    def is_available(cls) -> bool:
+        from . import runtime
+        return runtime.available()
+
+    def compile(self, path: Path, source_text: str, directory: Path):
+        from ..cpu.backend import abi_of, build_kernels
+        program = translate_and_check(path)
+        kernels = build_kernels(program, self.options)
+        hp, meta = translate_kernels(kernels)
+        directory = Path(directory)
+        (directory / CL_FILE).write_text(hp.cl_source)
+        (directory / HOST_FILE).write_text(hp.py_source)
+        (directory / KIR_FILE).write_text(K.pretty_module(kernels))
+        options = ["-cl-fast-relaxed-math"] if self.options.fastmath else []
+        (directory / ABI_FILE).write_text(json.dumps(
+            {"entries": abi_of(program), "messages": kernels.messages, "kernels": meta,
+             "build_options": options, "host_parfors": hp.host_parfors,
+             "cl_sha256": _sha256(hp.cl_source), "host_sha256": _sha256(hp.py_source)}))
+        return program, {"kernels": CL_FILE, "host": HOST_FILE, "abi": ABI_FILE,
+                         "kir": KIR_FILE}
+
+    def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
+        from . import runtime
+        from .emit_cl import uses_f64
+        directory = Path(directory)
+        files = manifest["files"]
+        abi = json.loads((directory / files["abi"]).read_text())
+        cl_source = (directory / files["kernels"]).read_text()
+        py_source = (directory / files["host"]).read_text()
+        # never run host code that is not byte for byte the code we generated
+        if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
+            raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
+        dev = runtime.device()
+        kernels = []
+        if abi["kernels"]:
+            if uses_f64(cl_source) and not dev.fp64:
+                raise RuntimeError(
+                    f"the OpenCL device {dev.name} has no double precision (cl_khr_fp64), and "
+                    f"this module computes with f64 in kernels: use f32, or another device "
+                    f"(PYOPENCL_CTX) or backend")
+            built = dev.program(cl_source, [k[0] for k in abi["kernels"]], abi["build_options"])
+            kernels = [(knl, wg, tuple(kinds), can_fail)
+                       for (knl, wg), (_, kinds, can_fail) in zip(built, abi["kernels"])]
+        namespace: dict = {"__name__": f"pyshark_opencl_host_{abi['host_sha256'][:12]}"}
+        exec(compile(py_source, str(directory / files["host"]), "exec"), namespace)
+        return OpenCLModule(dev, namespace, kernels, abi["entries"], abi["messages"],
+                            entries_from_manifest(manifest), manifest["source"])

@@ -1,0 +1,483 @@
+"""Kernel IR -> OpenCL C 1.2: one `__kernel` per ParFor body.
+
+`emit_kernel(name, parfor)` spells the body of one `kir.ParFor` as
+
+    __kernel void NAME(long pyshark_n, __global int *pyshark_err, CAPTURES...)
+    {   long i = get_global_id(0); if (i >= pyshark_n) return;  BODY  }
+
+one work-item per iteration; the host rounds the global size up to a
+multiple of the work-group size, hence the guard. CAPTURES are
+`free_vars_of_block(body) - {i}`, sorted by name (as emit_llvm.py passes
+them): a scalar by value (a bool as uchar), a pointer as
+`__global T *NAME_buf, long NAME_off` (OpenCL 1.2 cannot pass an offset
+pointer; the kernel adds the offset). `program_source(kernels)` puts the
+kernels of a module into one program behind the pragmas.
+
+Spellings (one per kernel IR node, from the tables below; nothing here
+chooses an algorithm; the semantics are emit_llvm.py's, node for node):
+- `#pragma OPENCL FP_CONTRACT OFF` (PoCL contracts a*b+c into an FMA by
+  default); no native_*, no mad, no relaxed math. sqrt and f32 division must
+  be correctly rounded: PoCL's are; elsewhere the host passes
+  -cl-fp32-correctly-rounded-divide-sqrt when the device supports it (never
+  -cl-fast-relaxed-math or -cl-mad-enable).
+- Scalars: i8..u64 are char short int long uchar ushort uint ulong; f32
+  float, f64 double (the program enables cl_khr_fp64 when any kernel uses
+  f64); bool is `bool` in registers and uchar (0/1) in memory and in kernel
+  arguments; a bool load is `byte != 0`.
+- Integer + - * and negation wrap: they are computed in the unsigned type of
+  at least 32 bits (uint/ulong) and converted back, so no signed overflow
+  (C UB) and no promotion to a signed int is left. Shifts mask the amount to
+  bits(T) - 1 (emit_llvm.py masks too; OpenCL C would mask to the promoted
+  width). Integer div/rem are UB-free exactly as emit_llvm.py makes them:
+  x / 0 = x, x % 0 = 0, MIN / -1 = MIN (negation wraps), x % -1 = 0.
+- Floats: IEEE + - * /; rem is fmod; pow atan2 exp ... are the OpenCL
+  built-ins of the same name (the CPU backend calls libm: the two agree to
+  within the built-ins' documented ulps, not bit for bit); fabs sqrt floor
+  ceil trunc rint are exact. Comparisons are C's: ordered, except != which is
+  unordered, as kir.py says.
+- Casts are numpy's (kir.Cast): float -> int is the x86 cvtt model of
+  emit_llvm.py (in range: C truncation; NaN / out of range: the 32- or
+  64-bit integer minimum, then truncated; u64 through the 2^63 split).
+- Every non-leaf expression is bound to a fresh `const` temporary, in order,
+  so each operand is a name or a literal however often a spelling uses it.
+  Float constants are hex literals (exact); NaN and infinities are as_float /
+  as_double of their bits.
+- Load/Store/PtrAdd: C pointer arithmetic on `__global T *`.
+- Fail: the first failure wins through atomic_cmpxchg on pyshark_err[0]
+  (0 -> code); the winner writes the message number to pyshark_err[1] and
+  the four i64 arguments after it (pyshark_err + 2, as longs); the work-item
+  returns. The host reads the buffer after the launch.
+- CopyMem: an element loop. NumThreads: PYSHARK_NUM_THREADS, which the host
+  defines when it builds the program (the same value it uses itself).
+- Alloc and Free cannot be spelled in a kernel (OpenCL C has no heap), nor can
+  memory of pointers: emit_kernel raises Unsupported and the host runs that
+  ParFor itself (see host.py).
+"""
+from __future__ import annotations
+
+import math
+import re
+import struct
+from dataclasses import dataclass
+
+from pyshark.core.types import BOOL, F32, F64, I32, I64, ScalarType
+
+from .. import kir as K
+
+HEADER = "#pragma OPENCL FP_CONTRACT OFF\n"
+FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+ERR = "pyshark_err"
+COUNT = "pyshark_n"
+
+# ---------------------------------------------------------------------------
+# Types
+
+C_TYPES = {
+    "i8": "char", "i16": "short", "i32": "int", "i64": "long",
+    "u8": "uchar", "u16": "ushort", "u32": "uint", "u64": "ulong",
+    "f32": "float", "f64": "double", "bool": "bool",
+}
+
+
+def reg_type(t: K.KType) -> str:
+    """The OpenCL C type of a value in a register (a private variable)."""
+    if isinstance(t, K.Ptr):
+        return f"__global {mem_type(t.elem)} *"
+    return C_TYPES[t.value]
+
+
+def mem_type(t: K.KType) -> str:
+    """The OpenCL C type of an element in memory (bool: uchar)."""
+    if isinstance(t, K.Ptr):
+        raise Unsupported("memory of pointers in a kernel")
+    return "uchar" if t is BOOL else C_TYPES[t.value]
+
+
+def wrap_type(t: ScalarType) -> str:
+    """The unsigned type integer + - * << of t are computed in (>= 32 bits)."""
+    return "ulong" if t.bits == 64 else "uint"
+
+
+def _cls(t: ScalarType) -> str:
+    if t is BOOL:
+        return "b"
+    if t.is_float:
+        return "f"
+    return "s" if t.is_signed else "u"
+
+
+# ---------------------------------------------------------------------------
+# The spellings. {x} {y}: operands (names or literals); {T}: the C type of
+# the operands; {W}: wrap_type(T); {M}: bits(T) - 1; {MONE}: (T)-1.
+
+_SAFE_S = "(({y} == ({T})0) | ({y} == {MONE})) ? ({T})1 : {y}"
+_SAFE_U = "({y} == ({T})0) ? ({T})1 : {y}"
+
+BIN_SPELLINGS = {
+    # floats
+    ("add", "f"): "{x} + {y}", ("sub", "f"): "{x} - {y}", ("mul", "f"): "{x} * {y}",
+    ("div", "f"): "{x} / {y}", ("rem", "f"): "fmod({x}, {y})",
+    ("pow", "f"): "pow({x}, {y})", ("atan2", "f"): "atan2({x}, {y})",
+    # integers: wrapping arithmetic in the unsigned type of >= 32 bits
+    **{(op, c): f"({{T}})(({{W}}){{x}} {sym} ({{W}}){{y}})"
+       for op, sym in (("add", "+"), ("sub", "-"), ("mul", "*")) for c in "su"},
+    ("div", "s"): "({y} == {MONE}) ? ({T})(({W})0 - ({W}){x}) : ({T})({x} / (" + _SAFE_S + "))",
+    ("rem", "s"): "({y} == {MONE}) ? ({T})0 : ({T})({x} % (" + _SAFE_S + "))",
+    ("div", "u"): "({T})({x} / (" + _SAFE_U + "))",
+    ("rem", "u"): "({T})({x} % (" + _SAFE_U + "))",
+    **{(op, c): f"({{T}})({{x}} {sym} {{y}})"
+       for op, sym in (("and", "&"), ("or", "|"), ("xor", "^")) for c in "su"},
+    ("and", "b"): "{x} & {y}", ("or", "b"): "{x} | {y}", ("xor", "b"): "{x} ^ {y}",
+    ("shl", "s"): "({T})(({W}){x} << ({y} & {M}))",
+    ("shl", "u"): "({T})(({W}){x} << ({y} & {M}))",
+    ("shr", "s"): "({T})({x} >> ({y} & {M}))",        # arithmetic (signed)
+    ("shr", "u"): "({T})({x} >> ({y} & {M}))",        # logical (unsigned)
+    # comparisons (C's: ordered, except != which is unordered on floats)
+    **{(op, c): f"{{x}} {sym} {{y}}"
+       for op, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="),
+                       ("gt", ">"), ("ge", ">=")) for c in "fsub"},
+}
+
+UN_SPELLINGS = {
+    ("neg", "f"): "-{x}",
+    ("neg", "s"): "({T})(({W})0 - ({W}){x})", ("neg", "u"): "({T})(({W})0 - ({W}){x})",
+    ("not", "s"): "({T})~{x}", ("not", "u"): "({T})~{x}", ("not", "b"): "!{x}",
+    ("isnan", "f"): "isnan({x})",
+    **{(op, "f"): op + "({x})" for op in (
+        "fabs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+        "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint")},
+}
+
+# float -> int, x86 cvtt: {lo} {hi}: -2^(b-1), 2^(b-1) as literals of x's type.
+CVTT = "(({x} >= {lo}) & ({x} < {hi})) ? ({I}){x} : ({I})({MIN})"
+_INT_MIN = {32: "-2147483647 - 1", 64: "-9223372036854775807L - 1L"}
+
+
+# ---------------------------------------------------------------------------
+# Literals
+
+
+def literal(t: ScalarType, value) -> str:
+    """An exact OpenCL C literal of a kir constant."""
+    if t is BOOL:
+        return "true" if value else "false"
+    if t.is_float:
+        return float_literal(t, float(value))
+    v = int(value) & ((1 << t.bits) - 1)
+    if t.is_signed and v >= 1 << (t.bits - 1):
+        v -= 1 << t.bits
+    ct = C_TYPES[t.value]
+    if t.is_signed and v == -(1 << (t.bits - 1)):
+        big = 1 << (t.bits - 1)
+        return f"(({ct})(-{big - 1}{'L' if t.bits == 64 else ''} - 1))"
+    suffix = {64: "UL" if t.is_unsigned else "L", 32: "U" if t.is_unsigned else ""}.get(t.bits, "")
+    return f"(({ct}){v}{suffix})" if v < 0 or t.bits < 32 else f"{v}{suffix}"
+
+
+def float_literal(t: ScalarType, f: float) -> str:
+    if math.isnan(f) or math.isinf(f):
+        if t is F32:
+            bits = struct.unpack("<I", struct.pack("<f", f))[0]
+            return f"as_float(0x{bits:08x}U)"
+        bits = struct.unpack("<Q", struct.pack("<d", f))[0]
+        return f"as_double(0x{bits:016x}UL)"
+    text = f.hex() + ("f" if t is F32 else "")
+    return f"({text})" if text.startswith("-") else text
+
+
+# ---------------------------------------------------------------------------
+# The kernel emitter
+
+
+class Unsupported(Exception):
+    """A ParFor body that a kernel cannot spell (Alloc/Free in it, memory of
+    pointers): the host runs it instead."""
+
+
+@dataclass(frozen=True)
+class KernelArg:
+    """A captured variable: kind "scalar" (by value; bool as uchar) or "ptr"
+    (a buffer and an element offset)."""
+    name: str
+    type: K.KType
+
+    @property
+    def is_ptr(self) -> bool:
+        return isinstance(self.type, K.Ptr)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    source: str
+    args: tuple                 # KernelArg, after (pyshark_n, pyshark_err)
+    can_fail: bool
+    uses_f64: bool
+
+
+def c_name(kir_name: str) -> str:
+    """The C spelling of a kir variable (prefixed: never a keyword or built-in)."""
+    return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", kir_name)
+
+
+def _walk(b: K.Block):
+    for s in b.stms:
+        yield s
+        for sb in K.sub_blocks(s):
+            yield from _walk(sb)
+
+
+def _collect_vars(blk: K.Block, out: dict):
+    """kir variables read anywhere in a block, by name."""
+    def ex(e):
+        if isinstance(e, K.KVar):
+            out.setdefault(e.name, e)
+        for c in K.children(e):
+            ex(c)
+    for s in _walk(blk):
+        for e in K.stm_exprs(s):
+            ex(e)
+
+
+def block_can_fail(blk: K.Block) -> bool:
+    return any(isinstance(s, (K.Fail, K.Alloc)) for s in _walk(blk))
+
+
+def captures(p: K.ParFor) -> list:
+    """The variables a ParFor body captures, sorted by name."""
+    seen: dict = {}
+    _collect_vars(p.body, seen)
+    return [seen[n] for n in sorted(K.free_vars_of_block(p.body) - {p.var.name})]
+
+
+class _KernelEmitter:
+    def __init__(self):
+        self.lines: list[str] = []
+        self.ntemps = 0
+        self.uses_f64 = False
+        self.names: dict[str, str] = {}      # kir name -> C name
+
+    # -- helpers -----------------------------------------------------------
+    def ctype(self, t: K.KType) -> str:
+        self._note(t)
+        return reg_type(t)
+
+    def _note(self, t):
+        while isinstance(t, K.Ptr):
+            t = t.elem
+        if t is F64:
+            self.uses_f64 = True
+
+    def name(self, v: K.KVar) -> str:
+        n = self.names.get(v.name)
+        if n is None:
+            n = c_name(v.name)
+            if n in self.names.values():
+                n = f"{n}_{len(self.names)}"
+            self.names[v.name] = n
+        return n
+
+    def temp(self, t: K.KType, text: str, ind: str) -> str:
+        self.ntemps += 1
+        n = f"t{self.ntemps}"
+        ct = self.ctype(t)
+        decl = f"{ct}const {n}" if ct.endswith("*") else f"const {ct} {n}"
+        self.lines.append(f"{ind}{decl} = {text};")
+        return n
+
+    # -- expressions: each returns an atom (a name or a literal) -------------
+    def expr(self, e: K.Expr, ind: str) -> str:
+        if isinstance(e, K.KVar):
+            self._note(e.type)
+            return self.name(e)
+        if isinstance(e, K.KConst):
+            self._note(e.type)
+            return literal(e.type, e.value)
+        t = K.type_of(e)
+        return self.temp(t, self.spell(e, ind), ind)
+
+    def spell(self, e: K.Expr, ind: str) -> str:
+        if isinstance(e, K.Bin):
+            t = K.type_of(e.x)
+            x, y = self.expr(e.x, ind), self.expr(e.y, ind)
+            tmpl = BIN_SPELLINGS.get((e.op, _cls(t)))
+            if tmpl is None:
+                raise NotImplementedError(f"{e.op} on {t!r} (kir.py gives it no meaning)")
+            return self._fill(tmpl, t, x=x, y=y)
+        if isinstance(e, K.Un):
+            t = K.type_of(e.x)
+            x = self.expr(e.x, ind)
+            tmpl = UN_SPELLINGS.get((e.op, _cls(t)))
+            if tmpl is None:
+                raise NotImplementedError(f"{e.op} on {t!r} (kir.py gives it no meaning)")
+            return self._fill(tmpl, t, x=x)
+        if isinstance(e, K.Cast):
+            return self.cast(e.to, K.type_of(e.x), self.expr(e.x, ind), ind)
+        if isinstance(e, K.Sel):
+            c, x, y = (self.expr(a, ind) for a in (e.cond, e.x, e.y))
+            return f"{c} ? {x} : {y}"
+        if isinstance(e, K.Load):
+            t = K.type_of(e)
+            p, i = self.expr(e.ptr, ind), self.expr(e.index, ind)
+            return f"{p}[{i}] != 0" if t is BOOL else f"{p}[{i}]"
+        if isinstance(e, K.PtrAdd):
+            return f"{self.expr(e.ptr, ind)} + {self.expr(e.offset, ind)}"
+        if isinstance(e, K.NumThreads):
+            return "PYSHARK_NUM_THREADS"
+        raise TypeError(f"not a kernel IR expression: {e!r}")
+
+    def _fill(self, tmpl: str, t: ScalarType, **ops) -> str:
+        self._note(t)
+        T = C_TYPES[t.value]
+        return tmpl.format(T=T, W=wrap_type(t) if t.is_int else "", M=t.bits - 1,
+                           MONE=literal(t, -1) if t.is_signed else "", **ops)
+
+    def cast(self, to: ScalarType, frm: ScalarType, x: str, ind: str) -> str:
+        self._note(to)
+        if to == frm:
+            return x
+        T = C_TYPES[to.value]
+        if to is BOOL:
+            return f"{x} != {literal(frm, 0)}"
+        if frm is BOOL or to.is_float or not frm.is_float:
+            return f"({T}){x}"             # 0/1; rounding to nearest; int wrap/extend
+        # float -> int: the x86 cvtt model of emit_llvm.py
+        if to.bits < 32 or to is I32:
+            v = self.temp(I32, self._cvtt(frm, x, 32), ind)
+            return v if to is I32 else f"({T}){v}"
+        if to.bits == 32:                                  # u32
+            return f"(uint){self.temp(I64, self._cvtt(frm, x, 64), ind)}"
+        if to.is_signed:                                   # i64
+            return self._cvtt(frm, x, 64)
+        two63 = float_literal(frm, 2.0 ** 63)
+        small = self.temp(I64, self._cvtt(frm, x, 64), ind)
+        shifted = self.temp(frm, f"{x} - {two63}", ind)
+        big = self.temp(I64, self._cvtt(frm, shifted, 64), ind)
+        return f"({x} >= {two63}) ? ((ulong){big} ^ 0x8000000000000000UL) : (ulong){small}"
+
+    def _cvtt(self, frm: ScalarType, x: str, bits: int) -> str:
+        return CVTT.format(x=x, lo=float_literal(frm, -2.0 ** (bits - 1)),
+                           hi=float_literal(frm, 2.0 ** (bits - 1)),
+                           I="int" if bits == 32 else "long", MIN=_INT_MIN[bits])
+
+    # -- statements ----------------------------------------------------------
+    def block(self, b: K.Block, ind: str):
+        for s in b.stms:
+            self.stm(s, ind)
+
+    def stm(self, s: K.Stm, ind: str):
+        out = self.lines
+        if isinstance(s, K.Set):
+            v = self.expr(s.value, ind)
+            out.append(f"{ind}{self.name(s.var)} = {v};")
+        elif isinstance(s, K.Store):
+            t = K.type_of(s.value)
+            p, i, v = (self.expr(a, ind) for a in (s.ptr, s.index, s.value))
+            out.append(f"{ind}{p}[{i}] = {'(uchar)' if t is BOOL else ''}{v};")
+        elif isinstance(s, K.If):
+            c = self.expr(s.cond, ind)
+            out.append(f"{ind}if ({c}) {{")
+            self.block(s.then, ind + "    ")
+            if s.orelse.stms:
+                out.append(f"{ind}}} else {{")
+                self.block(s.orelse, ind + "    ")
+            out.append(f"{ind}}}")
+        elif isinstance(s, K.For):
+            out.append(f"{ind}{{")
+            inner = ind + "    "
+            lo = self.temp(I64, self.expr(s.lo, inner), inner)
+            hi = self.temp(I64, self.expr(s.hi, inner), inner)
+            i = self.name(s.var)
+            out.append(f"{inner}for ({i} = {lo}; {i} < {hi}; {i}++) {{")
+            self.block(s.body, inner + "    ")
+            out.append(f"{inner}}}")
+            out.append(f"{ind}}}")
+        elif isinstance(s, K.While):
+            out.append(f"{ind}for (;;) {{")
+            inner = ind + "    "
+            c = self.expr(s.cond, inner)
+            out.append(f"{inner}if (!({c})) break;")
+            self.block(s.body, inner)
+            out.append(f"{ind}}}")
+        elif isinstance(s, K.Fail):
+            args = [self.expr(a, ind) for a in s.args]
+            code = K.ERROR_CODES[s.kind]
+            out.append(f"{ind}if (atomic_cmpxchg({ERR}, 0, {code}) == 0) {{")
+            out.append(f"{ind}    {ERR}[1] = {s.msg};")
+            for k in range(4):
+                a = args[k] if k < len(args) else "0L"
+                out.append(f"{ind}    ((__global long *)({ERR} + 2))[{k}] = {a};")
+            out.append(f"{ind}}}")
+            out.append(f"{ind}return;")
+        elif isinstance(s, K.CopyMem):
+            d, src, n = (self.expr(a, ind) for a in (s.dst, s.src, s.count))
+            self._note(K.type_of(s.dst))
+            out.append(f"{ind}for (long k = 0; k < {n}; k++) {d}[k] = {src}[k];")
+        elif isinstance(s, (K.Alloc, K.Free)):
+            raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
+        elif isinstance(s, K.ParFor):
+            raise NotImplementedError("nested ParFor (the checker rejects it)")
+        else:
+            raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    # -- the kernel ------------------------------------------------------------
+    def kernel(self, name: str, p: K.ParFor) -> Kernel:
+        caps = captures(p)
+        for s in _walk(p.body):
+            if isinstance(s, (K.Alloc, K.Free)):
+                raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
+        params = [f"long {COUNT}", f"__global int *{ERR}"]
+        prologue = []
+        ind = "    "
+        for v in caps:
+            cn = self.name(v)
+            if isinstance(v.type, K.Ptr):
+                mt = mem_type(v.type.elem)
+                self._note(v.type)
+                params += [f"__global {mt} *{cn}_buf", f"long {cn}_off"]
+                prologue.append(f"{ind}__global {mt} *const {cn} = {cn}_buf + {cn}_off;")
+            elif v.type is BOOL:
+                params.append(f"uchar {cn}_u8")
+                prologue.append(f"{ind}const bool {cn} = {cn}_u8 != 0;")
+            else:
+                params.append(f"{self.ctype(v.type)} {cn}")
+        # locals: everything the body declares, at the top (C function scope)
+        declared: dict = {}
+        for s in _walk(p.body):
+            if isinstance(s, (K.Set, K.For)):
+                declared.setdefault(s.var.name, s.var)
+        i = self.name(p.var)
+        locals_ = [f"{ind}const long {i} = (long)get_global_id(0);",
+                   f"{ind}if ({i} >= {COUNT}) return;"]
+        for v in declared.values():
+            ct = self.ctype(v.type)
+            locals_.append(f"{ind}{ct}{'' if ct.endswith('*') else ' '}{self.name(v)};")
+        self.block(p.body, ind)
+        head = f"__kernel void {name}({', '.join(params)})"
+        src = "\n".join([head, "{"] + prologue + locals_ + self.lines + ["}"]) + "\n"
+        return Kernel(name, src, tuple(KernelArg(v.name, v.type) for v in caps),
+                      block_can_fail(p.body), self.uses_f64)
+
+
+def emit_kernel(name: str, p: K.ParFor) -> Kernel:
+    """The OpenCL C kernel of one ParFor (raises Unsupported, see above)."""
+    return _KernelEmitter().kernel(name, p)
+
+
+def program_source(kernels: list) -> str:
+    """One OpenCL C program holding every kernel of a module."""
+    head = HEADER
+    if any(k.uses_f64 for k in kernels):
+        head = FP64_PRAGMA + head
+    guard = "#ifndef PYSHARK_NUM_THREADS\n#error \"build with -D PYSHARK_NUM_THREADS=<n>\"\n#endif\n"
+    return head + guard + "\n" + "\n".join(k.source for k in kernels)
+
+
+def uses_f64(source: str) -> bool:
+    """Whether a program from program_source needs cl_khr_fp64."""
+    return source.startswith(FP64_PRAGMA)
+
+
+__all__ = ["emit_kernel", "program_source", "uses_f64", "Kernel", "KernelArg", "Unsupported",
+           "captures", "block_can_fail", "literal", "reg_type", "mem_type", "c_name",
+           "BIN_SPELLINGS", "UN_SPELLINGS", "C_TYPES"]
