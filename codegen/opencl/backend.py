@@ -131,7 +131,9 @@ class OpenCLBackend(Backend):
         (directory / CL_FILE).write_text(hp.cl_source)
         (directory / HOST_FILE).write_text(hp.py_source)
         (directory / KIR_FILE).write_text(K.pretty_module(kernels))
-        options = ["-cl-fast-relaxed-math"] if self.options.fastmath else []
+        # fastmath: reassociation, contraction and no signed zeros, but not
+        # -cl-finite-math-only (isnan stays a real test, as on the cpu backend)
+        options = ["-cl-unsafe-math-optimizations"] if self.options.fastmath else []
         (directory / ABI_FILE).write_text(json.dumps(
             {"entries": abi_of(program), "messages": kernels.messages, "kernels": meta,
              "build_options": options, "host_parfors": hp.host_parfors,

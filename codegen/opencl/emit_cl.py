@@ -8,9 +8,10 @@
 one work-item per iteration; the host rounds the global size up to a
 multiple of the work-group size, hence the guard. CAPTURES are
 `free_vars_of_block(body) - {i}`, sorted by name (as emit_llvm.py passes
-them): a scalar by value (a bool as uchar), a pointer as
-`__global T *NAME_buf, long NAME_off` (OpenCL 1.2 cannot pass an offset
-pointer; the kernel adds the offset). `program_source(kernels)` puts the
+them): a scalar by value (a bool as uchar `pu_NAME`), a pointer as
+`__global T *pb_NAME, long po_NAME` (OpenCL 1.2 cannot pass an offset
+pointer; the kernel adds the offset). kir variables are spelled `v_NAME`
+and temporaries `tN`, so no spelling clashes with another. `program_source(kernels)` puts the
 kernels of a module into one program behind the pragmas.
 
 Spellings (one per kernel IR node, from the tables below; nothing here
@@ -434,11 +435,11 @@ class _KernelEmitter:
             if isinstance(v.type, K.Ptr):
                 mt = mem_type(v.type.elem)
                 self._note(v.type)
-                params += [f"__global {mt} *{cn}_buf", f"long {cn}_off"]
-                prologue.append(f"{ind}__global {mt} *const {cn} = {cn}_buf + {cn}_off;")
+                params += [f"__global {mt} *pb_{cn}", f"long po_{cn}"]
+                prologue.append(f"{ind}__global {mt} *const {cn} = pb_{cn} + po_{cn};")
             elif v.type is BOOL:
-                params.append(f"uchar {cn}_u8")
-                prologue.append(f"{ind}const bool {cn} = {cn}_u8 != 0;")
+                params.append(f"uchar pu_{cn}")
+                prologue.append(f"{ind}const bool {cn} = pu_{cn} != 0;")
             else:
                 params.append(f"{self.ctype(v.type)} {cn}")
         # locals: everything the body declares, at the top (C function scope)

@@ -196,3 +196,27 @@ def test_no_device_means_not_available(tmp_path):
                        timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
+
+
+def test_fastmath_builds_and_keeps_isnan(tmp_path):
+    src = module(tmp_path, """
+        @ps.entry
+        def nan_or_twice(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+            return ps.map(lambda x: ps.f32(0.0) if ps.isnan(x) else ps.f32(2.0) * x, xs)
+    """)
+    w = wrapper(src, tmp_path / "c", fastmath=True)
+    got = w.nan_or_twice(np.array([1.0, np.nan, -3.0], np.float32))
+    assert got.tolist() == [2.0, 0.0, -6.0]
+
+
+def test_names_that_look_like_derived_names(tmp_path):
+    """Parameters `xs`, `xs_buf`, `xs_off` and `b_u8` next to a bool `b`: the
+    kernel's derived argument names never clash with kir variables."""
+    src = module(tmp_path, """
+        @ps.entry
+        def f(xs: ps.Array[int], xs_buf: int, xs_off: int, b: bool, b_u8: int) -> ps.Array[int]:
+            return ps.map(lambda x: x + xs_buf + xs_off + b_u8 if b else x, xs)
+    """)
+    w = wrapper(src, tmp_path / "c")
+    assert w.f(np.arange(3, dtype=np.int64), 10, 100, True, 1000).tolist() == [1110, 1111, 1112]
+    assert w.f(np.arange(3, dtype=np.int64), 10, 100, False, 1000).tolist() == [0, 1, 2]
