@@ -23,7 +23,6 @@ from pyshark.core.types import ScalarType
 
 from ..kir_interp import bin_prim as _bin_prim, un_prim as _un_prim
 
-_np = np
 i8, i16, i32, i64 = np.int8, np.int16, np.int32, np.int64
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
 f32, f64, b1 = np.float32, np.float64, np.bool_
@@ -105,6 +104,6 @@ def padd(p, off):
     return (p[0], p[1] + int(off))
 
 
-__all__ = ["_np", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
+__all__ = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
            "fhex", "idiv", "irem", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "rint",
            "isnan", "libm", "cast", "padd"]
