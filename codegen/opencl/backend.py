@@ -9,7 +9,8 @@ ABI and error messages, plus the kernels and the hashes of both sources).
 
 load: build the OpenCL program once per process (PoCL also caches binaries
 on disk), compile the host module once with compile(). call: the CPU
-backend's marshalling (codegen/marshal.py); array inputs are copied to the
+wrapper's flat call path (convert.FlatCall) and the native backends' error
+protocol (codegen/marshal.py); array inputs are copied to the
 device, array results are copied back into numpy arrays (no device-resident
 arrays yet); the call's device memory is released when it returns.
 """
@@ -21,11 +22,13 @@ from pathlib import Path
 
 import numpy as np
 
+from pyshark.core.types import ScalarType
+from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 from .. import kir as K
 from ..lower import symbol
-from ..marshal import Signature, error_from
+from ..marshal import error_from
 
 CL_FILE = "kernels.cl"
 HOST_FILE = "host.py"
@@ -69,18 +72,19 @@ class _Caller:
         self.runtime = runtime
         self.dev = dev
         self.fn = fn
-        self.sig = Signature(spec, entry)
+        self.flat = convert.FlatCall(entry)        # the wrapper's flat call path
+        self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
+        self.results = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["results"]]
         self.messages = messages
         self.kernels = kernels
 
     def __call__(self, canon_args: list):
-        sig = self.sig
-        flat = sig.flatten(canon_args)
+        flat = self.flat.args(canon_args)
         with self.dev.lock, np.errstate(all="ignore"):
             rt = self.runtime.Call(self.dev, self.kernels)
             try:
                 args: list = []
-                for (dt, r), v in zip(sig.params, flat):
+                for (dt, r), v in zip(self.params, flat):
                     if r == 0:
                         args.append(dt.type(v))
                         continue
@@ -88,7 +92,7 @@ class _Caller:
                     args.append(rt.upload(v))
                     args += [np.int64(d) for d in v.shape]
                 outs = []
-                for dt, r, e in sig.results:
+                for dt, r in self.results:
                     if r == 0:
                         cell = np.zeros(1, dt)
                         outs.append(cell)
@@ -101,7 +105,7 @@ class _Caller:
                 if err is not None:
                     raise error_from(err[0], err[1], err[2], self.messages)
                 results = []
-                for (dt, r, e), o in zip(sig.results, outs):
+                for (dt, r), o in zip(self.results, outs):
                     if r == 0:
                         results.append(o[0])
                     else:
@@ -109,7 +113,7 @@ class _Caller:
                         results.append(rt.download(ptr[0], tuple(int(d) for d in shape), dt))
             finally:
                 rt.release()
-        return sig.output(results)
+        return self.flat.output(results)
 
 
 class OpenCLBackend(Backend):

@@ -5,12 +5,10 @@ Host code keeps every kir scalar as a numpy scalar of its exact dtype
 so numpy's scalar arithmetic is the machine arithmetic kir.py names: ints
 wrap, floats are IEEE. What numpy does not spell directly is here, with
 emit_llvm.py's values where kir.py leaves a case to the lowering (integer
-x / 0 = x, x % 0 = 0, MIN / -1 = MIN, x % -1 = 0). The C math library
-functions come from the kernel IR's reference interpreter (kir_interp.un_prim
-and bin_prim: libm through ctypes, as the CPU backend calls it). Casts are
-spelled here: kir_interp.float_to_int converts to i8/i16/u8/u16 through a
-64-bit cvtt, where kir.py and emit_llvm.py use a 32-bit one (5e9 -> i16 is 0
-on cpu, -3584 in kir_interp).
+x / 0 = x, x % 0 = 0, MIN / -1 = MIN, x % -1 = 0). Casts and the C math
+library functions come from the kernel IR's reference interpreter
+(kir_interp.cast; un_prim and bin_prim: libm through ctypes, as the CPU
+backend calls it).
 
 Generated host modules start with `from pyshark.codegen.opencl.hostprims
 import *`.
@@ -21,7 +19,7 @@ import numpy as np
 
 from pyshark.core.types import ScalarType
 
-from ..kir_interp import bin_prim as _bin_prim, un_prim as _un_prim
+from ..kir_interp import bin_prim as _bin_prim, cast as _kcast, un_prim as _un_prim
 
 i8, i16, i32, i64 = np.int8, np.int16, np.int32, np.int64
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -67,36 +65,10 @@ def libm(op: str, *xs):
     return _bin_prim(op, *xs) if len(xs) == 2 else _un_prim(op, xs[0])
 
 
-def _cvtt(f: float, bits: int) -> int:
-    """x86 cvtt to `bits` (32 or 64): truncation toward zero; the integer
-    minimum for NaN and out-of-range values."""
-    if f != f or not -2.0 ** (bits - 1) <= f < 2.0 ** (bits - 1):
-        return -(1 << (bits - 1))
-    return int(f)
-
-
 def cast(x, to: str):
-    """kir.Cast(to, x), as emit_llvm.py spells it: float -> int through the
-    x86 cvtt model (i8 i16 i32 u8 u16: 32-bit cvtt; i64 u32: 64-bit; u64: the
-    2^63 split), then truncated; everything else is numpy's astype."""
-    t = TYPES[to]
-    if t.is_bool:
-        return b1(x != 0)
-    if x.dtype.kind == "f" and t.is_int:
-        f = float(x)
-        if t.bits < 32 or to == "i32":
-            r = _cvtt(f, 32)
-        elif t.bits == 32 or to == "i64":
-            r = _cvtt(f, 64)
-        elif f >= 2.0 ** 63:                                    # u64, the upper half
-            r = _cvtt(float(x - x.dtype.type(2.0 ** 63)), 64) ^ -(1 << 63)
-        else:
-            r = _cvtt(f, 64)
-        r &= (1 << t.bits) - 1
-        if t.is_signed and r >> (t.bits - 1):
-            r -= 1 << t.bits
-        return t.numpy_type(r)
-    return x.astype(t.dtype)
+    """kir.Cast(to, x): kir_interp.cast, which spells emit_llvm.py's x86
+    cvtt model for float -> int and numpy's astype otherwise."""
+    return _kcast(x, TYPES[to])
 
 
 def padd(p, off):
