@@ -1,9 +1,10 @@
 """Backend "opencl": core IR -> kernel IR -> OpenCL C kernels + Python host code.
 
 compile: translate and check, lower to the kernel IR shared with the CPU
-backend (codegen.cpu.backend.build_kernels), then spell every ParFor body as
-an OpenCL C kernel (emit_cl.py) and everything else as a generated Python
-host module (host.py). The artifact directory holds kernels.cl, host.py,
+backend (codegen.cpu.backend.build_kernels), expand the allocations of
+ParFor bodies into blocks allocated before the loop (expand.py), then spell
+every ParFor body as an OpenCL C kernel (emit_cl.py) and everything else as
+a generated Python host module (host.py). The artifact directory holds kernels.cl, host.py,
 the kernel IR as text (kernels.txt) and abi.json (the CPU backend's entry
 ABI and error messages, plus the kernels and the hashes of both sources).
 
@@ -41,13 +42,18 @@ def _sha256(text: str) -> str:
 
 
 def translate_kernels(kernels: K.Module):
-    """(host module source, OpenCL C source, [kernel meta]) of a kernel IR
-    module; the meta are [name, [arg kinds], can_fail] per kernel."""
+    """(host program, [kernel meta], the kernel IR spelled) of a kernel IR
+    module: allocations in ParFor bodies expanded (expand.py), then host code
+    and kernels (host.py, emit_cl.py); the meta are [name, [arg kinds],
+    can_fail] per kernel."""
+    from .expand import expand_allocations
     from .host import translate
+    kernels = expand_allocations(kernels)
+    K.check_module(kernels)
     hp = translate(kernels)
     meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail]
             for k in hp.kernels]
-    return hp, meta
+    return hp, meta, kernels
 
 
 class OpenCLModule(LoadedModule):
@@ -130,7 +136,7 @@ class OpenCLBackend(Backend):
         from ..cpu.backend import abi_of, build_kernels
         program = translate_and_check(path)
         kernels = build_kernels(program, self.options)
-        hp, meta = translate_kernels(kernels)
+        hp, meta, kernels = translate_kernels(kernels)
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)
         (directory / HOST_FILE).write_text(hp.py_source)

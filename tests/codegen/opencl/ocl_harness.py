@@ -46,7 +46,7 @@ class Built:
         self.runtime = runtime_or_skip()
         K.check_module(m)
         self.module = m
-        self.host, meta = translate_kernels(m)
+        self.host, meta, self.spelled = translate_kernels(m)   # spelled: after expand.py
         K.check_module(m)           # messages the translation added keep it valid
         self.dev = self.runtime.device()
         self.kernels = []

@@ -161,26 +161,55 @@ def test_alloc_failure_is_memory_error():
     assert m.messages[msg].format(*args[:2]) == f"cannot allocate {2 ** 61} elements of 8 bytes"
 
 
-def test_parfor_whose_body_allocates_runs_on_the_host():
-    """OpenCL C has no heap: a ParFor body with Alloc/Free runs as host code
-    (same values, a Fail in it still wins)."""
+def _allocating_parfor(count_of_i: bool):
+    """out[i] = i * i through a buffer the body allocates (of 2 elements, or
+    of i + 2 when count_of_i) and frees; iteration 5 fails."""
     out, tmp = v("out", P(I64)), v("tmp", P(I64))
     m = K.Module()
     msg = m.message("bad {}")
     body = K.Block((
-        K.Alloc(tmp, c64(2)),
+        K.Alloc(tmp, K.Bin("add", i, c64(2)) if count_of_i else c64(2)),
         K.Store(tmp, I1, K.Bin("mul", i, i)),
         K.If(K.Bin("eq", i, c64(5)), K.Block((K.Fail("ValueError", msg, (i,)),))),
         K.Store(out, i, K.Load(tmp, I1)),
         K.Free(tmp),
     ))
     m.functions.append(K.Function("f", (out, n), K.Block((K.ParFor(i, n, body),))))
+    return m, msg
+
+
+@pytest.mark.parametrize("count_of_i", [False, True], ids=["expanded", "host"])
+def test_parfor_whose_body_allocates(count_of_i):
+    """OpenCL C has no heap: a body's allocation of a loop-invariant size
+    becomes a slice of one block allocated before the launch (expand.py);
+    any other runs on the host. Same values either way, a Fail still wins,
+    and nothing stays allocated."""
+    m, msg = _allocating_parfor(count_of_i)
     b = build(m)
-    assert b.host.host_parfors == 1 and not b.kernels
-    o = np.zeros(5, np.int64)
-    assert b.call("f", o, np.int64(5)) is None
-    assert o.tolist() == [0, 1, 4, 9, 16]
-    assert b.call("f", np.zeros(7, np.int64), np.int64(7))[:3] == (5, msg, (5,))
+    assert b.host.host_parfors == int(count_of_i) and len(b.kernels) == 1 - int(count_of_i)
+    for count in (0, 1, 5):
+        o = np.full(6, -1, np.int64)
+        assert b.call("f", o, np.int64(count)) is None
+        assert o.tolist() == [k * k for k in range(count)] + [-1] * (6 - count)
+        assert b.live_after_call == 0
+    code, mnum, args = b.call("f", np.zeros(7, np.int64), np.int64(7))
+    assert (code, mnum, args[0]) == (5, msg, 5)
+
+
+def test_expanded_allocation_too_large_is_memory_error():
+    t, out = v("t", P(F64)), v("out", P(F64))
+    c = v("c", I64)
+    body = K.Block((K.Alloc(t, c), K.Store(t, I0, K.Cast(F64, i)),
+                    K.Store(out, i, K.Load(t, I0)), K.Free(t)))
+    m = K.Module([K.Function("f", (out, c, n), K.Block((K.ParFor(i, n, body),)))])
+    b = build(m)
+    assert b.kernels and b.host.host_parfors == 0
+    o = np.zeros(4)
+    assert b.call("f", o, np.int64(3), np.int64(4)) is None and o.tolist() == [0, 1, 2, 3]
+    code, msg, args = b.call("f", o, np.int64(2 ** 59), np.int64(100))
+    assert code == K.ERROR_CODES["MemoryError"]
+    assert m.messages[msg].format(*args[:2]) == f"cannot allocate {2 ** 59} elements of 8 bytes"
+    assert b.call("f", o, np.int64(2 ** 59), np.int64(0)) is None     # no iteration allocates
 
 
 def test_num_threads_is_the_same_in_kernels_and_on_the_host():

@@ -1,0 +1,130 @@
+"""Allocation expansion: the per-iteration buffers of a ParFor body become
+slices of one block allocated before the loop, so that the body can be a
+kernel (OpenCL C has no heap).
+
+    parfor i in 0..n {            c1 = max(c, 1)
+      p = alloc(c)          =>    if c1 > LIMIT / max(n, 1): fail MemoryError
+      ...                         arena = alloc(c1 * n)
+      free(p)                     parfor i in 0..n { p = arena + i * c1; ... }
+    }                             free(arena)
+
+This is Futhark's ExpandAllocations for GPU kernels, restricted to what is
+plainly safe: an Alloc at the top level of the body whose count reads no
+memory and no variable the body declares (so the host can evaluate it before
+the loop), whose variable is set nowhere else in the body and is freed at
+the top level of the body (so the buffer never outlives its iteration). The
+Free goes away with it. Other allocations stay, and host.py runs such a
+ParFor on the host.
+
+A kir -> kir pass with one decision in it (where memory lives): its natural
+home is codegen/memory.py beside hoist_allocations, which never moves an
+allocation out of a ParFor because on a multicore each iteration allocating
+its own block is fine; here it is not.
+"""
+from __future__ import annotations
+
+from pyshark.core.types import BOOL, I64
+
+from .. import kir as K
+from ..cpu.emit_llvm import ALLOC_FAIL_MESSAGE
+
+_LIMIT = (1 << 62)
+
+
+def _has_load(e: K.Expr) -> bool:
+    return isinstance(e, K.Load) or any(_has_load(c) for c in K.children(e))
+
+
+def _set_count(b: K.Block, name: str) -> int:
+    n = 0
+    for s in b.stms:
+        if isinstance(s, (K.Set, K.Alloc)) and s.var.name == name:
+            n += 1
+        for sb in K.sub_blocks(s):
+            n += _set_count(sb, name)
+    return n
+
+
+def _expandable(body: K.Block, k: int, declared: set) -> bool:
+    a = body.stms[k]
+    if not isinstance(a, K.Alloc) or isinstance(a.var.type.elem, K.Ptr):
+        return False
+    if _has_load(a.count) or K.expr_vars(a.count) & declared:
+        return False
+    if _set_count(body, a.var.name) != 1:
+        return False
+    frees = [s for s in body.stms[k + 1:] if isinstance(s, K.Free) and s.ptr == a.var]
+    return len(frees) == 1
+
+
+class _Expander:
+    def __init__(self, m: K.Module):
+        self.m = m
+        self.counter = 0
+
+    def var(self, hint: str, t) -> K.KVar:
+        self.counter += 1
+        return K.KVar(f"{hint}_x{self.counter}", t)
+
+    def block(self, b: K.Block) -> K.Block:
+        out: list = []
+        for s in b.stms:
+            if isinstance(s, K.ParFor):
+                out += self.parfor(s)
+            elif isinstance(s, K.If):
+                out.append(K.If(s.cond, self.block(s.then), self.block(s.orelse)))
+            elif isinstance(s, K.For):
+                out.append(K.For(s.var, s.lo, s.hi, self.block(s.body)))
+            elif isinstance(s, K.While):
+                out.append(K.While(s.cond, self.block(s.body)))
+            else:
+                out.append(s)
+        return K.Block(tuple(out))
+
+    def parfor(self, p: K.ParFor) -> list:
+        declared: set = {p.var.name}
+        for s in p.body.stms:
+            declared |= K.declared_vars(s)
+        stms = p.body.stms
+        expand = [k for k in range(len(stms)) if _expandable(p.body, k, declared)]
+        if not expand:
+            return [p]
+        one = K.KConst(1, I64)
+        n, n1 = self.var("n", I64), self.var("n1", I64)
+        before: list = [K.Set(n, p.count), K.Set(n1, K.Sel(K.Bin("ge", n, one), n, one))]
+        after: list = []
+        replace: dict = {}
+        for k in expand:
+            s = stms[k]
+            elem = s.var.type.elem
+            size = 1 if elem is BOOL else elem.bits // 8
+            c, c1 = self.var("c", I64), self.var("c1", I64)
+            arena = self.var("arena", s.var.type)
+            too_big = K.Bin("and", K.Bin("ge", n, one),
+                            K.Bin("gt", c1, K.Bin("div", K.KConst(_LIMIT // size, I64), n1)))
+            before += [
+                K.Set(c, s.count),
+                K.Set(c1, K.Sel(K.Bin("ge", c, one), c, one)),
+                K.If(too_big, K.Block((K.Fail("MemoryError", self.m.message(ALLOC_FAIL_MESSAGE),
+                                              (c, K.KConst(size, I64))),))),
+                K.Alloc(arena, K.Bin("mul", c1, n)),
+            ]
+            after.append(K.Free(arena))
+            replace[k] = K.Set(s.var, K.PtrAdd(arena, K.Bin("mul", p.var, c1)))
+        freed = {stms[k].var for k in expand}
+        body = [replace.get(k, t) for k, t in enumerate(stms)
+                if not (isinstance(t, K.Free) and t.ptr in freed)]
+        return before + [K.ParFor(p.var, n, K.Block(tuple(body)), p.parallel_if)] + after
+
+    def run(self) -> K.Module:
+        fns = [K.Function(f.name, f.params, self.block(f.body)) for f in self.m.functions]
+        return K.Module(fns, self.m.messages)
+
+
+def expand_allocations(m: K.Module) -> K.Module:
+    """`m` with every expandable ParFor allocation expanded (see above); may
+    add ALLOC_FAIL_MESSAGE to m.messages (shared with the result)."""
+    return _Expander(m).run()
+
+
+__all__ = ["expand_allocations"]
