@@ -5,7 +5,7 @@ backend (codegen.cpu.backend.build_kernels), expand the allocations of
 ParFor bodies into blocks allocated before the loop (expand.py), then spell
 every ParFor body as an OpenCL C kernel (emit_cl.py) and everything else as
 a generated Python host module (host.py). The artifact directory holds kernels.cl, host.py,
-the kernel IR as text (kernels.txt) and abi.json (the CPU backend's entry
+the kernel IR they spell as text (kernels.txt) and abi.json (the CPU backend's entry
 ABI and error messages, plus the kernels and the hashes of both sources).
 
 load: build the OpenCL program once per process (PoCL also caches binaries
