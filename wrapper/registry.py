@@ -70,8 +70,17 @@ def _usable(name: str) -> bool:
 
 
 def available_backends() -> list[str]:
-    """Backends that can run here, fastest first."""
-    return [name for name in _BACKENDS if _usable(name)]
+    """Backends that can run here, fastest first (a backend listed before
+    "cpu" whose class says it does not outrank it here -- OpenCL on a CPU
+    device -- goes after it)."""
+    names = [name for name in _BACKENDS if _usable(name)]
+    if "cpu" in names:
+        for name in list(names[:names.index("cpu")]):
+            check = getattr(_load(name), "outranks_cpu", None)
+            if callable(check) and not check():
+                names.remove(name)
+                names.insert(names.index("cpu") + 1, name)
+    return names
 
 
 def get_backend(name: str) -> type:

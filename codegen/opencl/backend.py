@@ -132,6 +132,18 @@ class OpenCLBackend(Backend):
         from . import runtime
         return runtime.available()
 
+    @classmethod
+    def outranks_cpu(cls) -> bool:
+        """Whether this backend should come before "cpu" among the available
+        ones: only on a GPU (PoCL runs OpenCL on the CPU, slower than the
+        cpu backend)."""
+        from . import runtime
+        try:
+            dev = runtime.device().dev
+        except runtime.NoDevice:
+            return False
+        return bool(dev.type & runtime.device().cl.device_type.GPU)
+
     def compile(self, path: Path, source_text: str, directory: Path):
         from ..cpu.backend import abi_of, build_kernels
         program = translate_and_check(path)
