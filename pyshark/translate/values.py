@@ -23,9 +23,21 @@ from ..core.types import (
 class ScalarV:
     """A scalar. A weak scalar is a compile-time constant whose type is still
     open: `atom` is then a Const of its default type (i64, f64 or bool) and
-    the constant takes the type of a typed operand it meets."""
+    the constant takes the type of a typed operand it meets.
+
+    `py`: in Python mode the value may be a plain Python number (int, float
+    or bool) rather than a numpy scalar: a constant (weak, or one fixed at
+    its type), `len(...)`, `int(...)`, `float(...)`, a range or enumerate
+    index, an element of a list of such values, and arithmetic among them.
+    Where Python's arithmetic differs from numpy's, an operation on two such
+    values is rejected (pynum.py). Weak values always have it."""
     atom: ir.Atom
     weak: bool = False
+    py: bool = False
+
+    def __post_init__(self):
+        if self.weak and not self.py:
+            object.__setattr__(self, "py", True)
 
     @property
     def stype(self) -> SScalar:
@@ -66,11 +78,22 @@ class ArrayV:
     0 means not owned by this function (a parameter, a slice of one, a module
     constant); names bound to the same non-zero buffer alias each other.
     `from_list` marks array literals and comprehensions, which are Python
-    lists in Python mode (so `a[i, j]` is not allowed on them)."""
+    lists in Python mode (so `a[i, j]` is not allowed on them). `py`, one
+    flag per part (empty: none), marks a list whose elements may be plain
+    Python numbers in that component (see ScalarV.py)."""
     stype: SArray
     parts: tuple[ir.Var, ...]
     buffer: int = 0
     from_list: bool = False
+    py: tuple[bool, ...] = ()
+
+    def __post_init__(self):
+        if self.py and not any(self.py):
+            object.__setattr__(self, "py", ())
+
+    def part_py(self) -> tuple[bool, ...]:
+        """The py flag of every part."""
+        return self.py if self.py else (False,) * len(self.parts)
 
     @property
     def rank(self) -> int:
@@ -130,30 +153,75 @@ def flatten_value(v: Value) -> list[ir.Atom]:
     raise TypeError(f"not a value: {v!r}")
 
 
-def rebuild_value(st: SType, atoms: Sequence[ir.Atom], buffer: int = 0) -> Value:
-    """Inverse of flatten_value: a value of surface type st from its atoms."""
+def rebuild_value(st: SType, atoms: Sequence[ir.Atom], buffer: int = 0,
+                  py: Optional[Sequence[bool]] = None) -> Value:
+    """Inverse of flatten_value: a value of surface type st from its atoms;
+    `py` gives the py flags of the atoms (py_flags order), else none."""
     atoms = list(atoms)
-    value, rest = _rebuild(st, atoms, buffer)
+    flags = list(py) if py is not None else [False] * len(atoms)
+    assert len(flags) == len(atoms), "one py flag per atom"
+    value, rest, _ = _rebuild(st, atoms, buffer, flags)
     assert not rest, f"{len(rest)} atoms left over rebuilding {st!r}"
     return value
 
 
-def _rebuild(st: SType, atoms: list[ir.Atom], buffer: int):
+def _rebuild(st: SType, atoms: list[ir.Atom], buffer: int, flags: list[bool]):
     if isinstance(st, SScalar):
-        return ScalarV(atoms[0]), atoms[1:]
+        return ScalarV(atoms[0], py=flags[0]), atoms[1:], flags[1:]
     if isinstance(st, SArray):
         n = len(flatten_stype(st))
         parts = tuple(atoms[:n])
         assert all(isinstance(p, ir.Var) for p in parts), "array parts must be Vars"
-        return ArrayV(st, parts, buffer), atoms[n:]
+        return ArrayV(st, parts, buffer, py=tuple(flags[:n])), atoms[n:], flags[n:]
     if isinstance(st, (STuple, SRecord)):
         elem_types = st.elems if isinstance(st, STuple) else st.field_types
         elems = []
         for et in elem_types:
-            e, atoms = _rebuild(et, atoms, buffer)
+            e, atoms, flags = _rebuild(et, atoms, buffer, flags)
             elems.append(e)
-        return TupleV(tuple(elems), st if isinstance(st, SRecord) else None), atoms
+        return TupleV(tuple(elems), st if isinstance(st, SRecord) else None), atoms, flags
     raise TypeError(f"not a surface type: {st!r}")
+
+
+def py_flags(v: Value) -> tuple[bool, ...]:
+    """The py flag of each atom of v (flatten_value order): a scalar's own
+    flag, an array's flag per part (ScalarV.py, ArrayV.py)."""
+    if isinstance(v, ScalarV):
+        return (v.py,)
+    if isinstance(v, TupleV):
+        return tuple(f for e in v.elems for f in py_flags(e))
+    if isinstance(v, ArrayV):
+        return v.part_py()
+    raise TypeError(f"not a value: {v!r}")
+
+
+def with_py(v: Value, flags: Sequence[bool]) -> Value:
+    """v with the py flags `flags` (py_flags order); weak scalars stay as they are."""
+    out, rest = _with_py(v, list(flags))
+    assert not rest, "one py flag per atom"
+    return out
+
+
+def _with_py(v: Value, flags: list[bool]):
+    if isinstance(v, ScalarV):
+        if v.weak or v.py == flags[0]:
+            return v, flags[1:]
+        return ScalarV(v.atom, v.weak, flags[0]), flags[1:]
+    if isinstance(v, TupleV):
+        elems = []
+        for e in v.elems:
+            e, flags = _with_py(e, flags)
+            elems.append(e)
+        return TupleV(tuple(elems), v.record), flags
+    if isinstance(v, ArrayV):
+        n = len(v.parts)
+        return ArrayV(v.stype, v.parts, v.buffer, v.from_list, tuple(flags[:n])), flags[n:]
+    raise TypeError(f"not a value: {v!r}")
+
+
+def or_py(*flag_lists: Sequence[bool]) -> tuple[bool, ...]:
+    """Element-wise or of several py flag tuples of one length."""
+    return tuple(any(fs) for fs in zip(*flag_lists))
 
 
 def weak_default_type(value) -> ScalarType:
@@ -166,7 +234,7 @@ def weak_default_type(value) -> ScalarType:
 
 
 def weak(value) -> ScalarV:
-    """A weak constant (a literal, or arithmetic among literals)."""
+    """A weak constant (a literal, or arithmetic among literals); py too."""
     if isinstance(value, bool):
         return ScalarV(ir.Const(value, BOOL), weak=True)
     if isinstance(value, int):
