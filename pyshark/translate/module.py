@@ -52,6 +52,8 @@ class ModuleEnv:
         self.constants: dict[str, tuple[cst.BaseExpression, int]] = {}
         self.functions: dict[str, TopFun] = {}
         self.entry_calls: list = []          # (TopFun of an entry, call node) from PyShark code
+        self.summaries: dict = {}            # (def name, py flags of the arguments) -> funcs.Summary
+        self.summarizing: set = set()
         self._evaluating: list[int] = []
 
     # -- constants ----------------------------------------------------------
