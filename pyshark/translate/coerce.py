@@ -69,7 +69,7 @@ def weak_to(v: ScalarV, t: ScalarType, src, node: cst.CSTNode) -> ScalarV:
     assert v.weak and isinstance(v.atom, ir.Const)
     value = v.atom.value
     if const_fits(value, t):
-        return ScalarV(ir.Const(const_value(value, t), t), py=True)
+        return ScalarV(ir.Const(const_value(value, t), t), py=v.py)   # Python mode keeps value
     if t.is_int and isinstance(value, int) and not isinstance(value, bool):
         raise src.error(node, f"literal {const_text(value)} does not fit {type_name(t)} (range "
                               f"{range_text(t)})",
@@ -201,7 +201,7 @@ def harden(v: Value, src=None, node=None) -> Value:
     a Python number in Python mode (py)."""
     if isinstance(v, ScalarV) and v.weak:
         check_default_range(v, src, node)
-        return ScalarV(v.atom, py=True)
+        return ScalarV(v.atom, py=v.py)
     if isinstance(v, TupleV):
         return TupleV(tuple(harden(e, src, node) for e in v.elems), v.record)
     return v

@@ -21,6 +21,7 @@ from .context import Ctx, LocalDef, Unbound
 from .coerce import harden
 from .unify import merge_branches, unify_values
 from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, new_buffer, or_py, py_flags,
+                     py_join,
                      rebuild_value, type_name, value_stype, weak)
 
 BINOPS = {
@@ -346,7 +347,7 @@ def merged_meta(res: Value, a: Value, b: Value) -> Value:
         return TupleV(tuple(merged_meta(r, x, y) for r, x, y in zip(res.elems, a.elems, b.elems)),
                       res.record)
     if isinstance(res, ScalarV) and not res.weak:
-        return ScalarV(res.atom, py=a.py or b.py)
+        return ScalarV(res.atom, py=py_join(a.py, b.py))
     return res
 
 

@@ -322,7 +322,7 @@ def function_summary(env, top, pattern: tuple) -> Summary:
 
 
 def call_summary(ctx, top, values: list, arg_nodes: list, node) -> tuple:
-    """The py flags of the result of calling `top` with `values`; a located
+    """The PyInfos of the result of calling `top` with `values`; a located
     error at an argument when one that may be a plain Python number makes
     the def compute something Python computes differently from numpy (the
     def translated with numpy arguments is fine)."""
@@ -332,11 +332,16 @@ def call_summary(ctx, top, values: list, arg_nodes: list, node) -> tuple:
     base = function_summary(env, top, (False,) * len(pattern))
     if not any(pattern):
         return base.ret_py
+    if base.error is not None:
+        return base.ret_py           # an error of the def itself, reported there
+    # first with the arguments' values unknown (one translation serves most calls), then
+    # with the values known (constants the def divides by may be nonzero, ...)
+    got = function_summary(env, top, tuple(bool(f) for f in pattern))
+    if got.error is None:
+        return got.ret_py
     got = function_summary(env, top, pattern)
     if got.error is None:
         return got.ret_py
-    if base.error is not None:
-        return base.ret_py           # an error of the def itself, reported there
     blamed = []
     for i, fl in enumerate(flags):
         if any(fl):

@@ -24,7 +24,7 @@ from .exprs import translate_condition
 from .iteration import ArraySource, iter_source
 from .stmts import bind_target, block_stmts, translate_block
 from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, or_py, py_flags, rebuild_value,
-                     type_name, value_stype, with_py)
+                     type_name, value_stype, widen_py, with_py)
 
 
 class _Assigned(cst.CSTVisitor):
@@ -117,8 +117,8 @@ def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, targets=None):
     inits = {n: harden(ctx.scope.lookup(n), ctx.src, ctx.scope.origin(n) or st) for n in names}
     disown: set[str] = set()
     carried_py = {n: py_flags(inits[n]) for n in names}
-    # each retry disowns an array or marks a carried part a Python number: finitely many
-    for _attempt in range(3 + sum(len(f) for f in carried_py.values())):
+    # each retry disowns an array or widens the PyInfo of a carried part: finitely many
+    for _attempt in range(3 + 3 * sum(len(f) for f in carried_py.values())):
         try:
             result = _try_loop(ctx, st, body_block, names, inits, disown, carried_py, make_form,
                                bind_iter)
@@ -220,7 +220,7 @@ def _try_loop(ctx, st, body_block, names, inits, disown, carried_py, make_form, 
         after = _owned_arrays(v, [])
         if any(b > 0 and a <= 0 for b, a in zip(before, after)) and n not in disown:
             lose.add(n)
-        grown[n] = or_py(carried_py[n], py_flags(v))
+        grown[n] = widen_py(carried_py[n], or_py(carried_py[n], py_flags(v)))
         results += flatten_value(v)
     if lose:
         return lose

@@ -21,8 +21,8 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, F32, F64, I64, ScalarType
 from .coerce import const_fits, const_text, const_value, harden, weak_to
-from .pynum import check_binop
-from .values import ArrayV, ScalarV, Value, type_name, weak
+from .pynum import binop_py, check_binop, unop_py
+from .values import ArrayV, ScalarV, Value, py_join, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 BITWISE = {"band", "bor", "bxor", "shl", "shr"}
@@ -94,7 +94,7 @@ def unify(ctx, op: str, x: ScalarV, y: ScalarV, node: cst.CSTNode,
         yv = y.atom.value
         if t.is_int and isinstance(yv, float):
             x = convert(ctx, F64, x, node)
-            y = ScalarV(ir.Const(float(yv), F64), py=True)
+            y = ScalarV(ir.Const(float(yv), F64), py=y.py)
         elif t.is_bool != isinstance(yv, bool):
             raise ctx.src.error(y_node, f"'{SYMBOL.get(op, op)}' between {type_name(t)} and a "
                                         f"{type_name(y.type)} constant", hint="convert explicitly")
@@ -147,10 +147,10 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
     if op in UFUNCS:
         py = False
     elif op in ("land", "lor"):
-        py = x.py or y.py           # Python's `and`/`or` give one of the operands
+        py = py_join(x.py, y.py)    # Python's `and`/`or` give one of the operands
     else:
         check_binop(ctx, op, *written, node, x_node, y_node)
-        py = x.py and y.py
+        py = binop_py(op, *written)
     if op == "truediv":
         if not t.is_float:
             x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
@@ -194,7 +194,7 @@ def unop(ctx, op: str, x: Value, node: cst.CSTNode, fold_weak: bool = True) -> S
         raise ctx.src.error(node, f"ps.{op} needs a float argument, not {type_name(t)}",
                             hint=f"convert first, e.g. ps.f64(...)")
     # `-x`, `~x`, `not x` and builtin abs keep a Python number one; ps.* math gives numpy
-    py = x.py and fold_weak
+    py = unop_py(op, x.py) if fold_weak else False
     return ScalarV(ctx.b.bind1(ir.UnOp(op, x.atom), "t", ctx.loc(node)), py=py)
 
 

@@ -46,7 +46,8 @@ def lower_length(c: PCall):
     py = c.qualname == "builtins.len" and runtime_py()
     v = c.args[0]
     if isinstance(v, TupleV):         # len of a tuple: a constant (a Python int)
-        return ScalarV(ir.Const(len(v.elems), I64), py=c.qualname == "builtins.len")
+        n = len(v.elems)
+        return ScalarV(ir.Const(n, I64), py=frozenset((n,)) if c.qualname == "builtins.len" else False)
     xs = c.array(0)
     return ScalarV(c.size(xs), py=py)
 
@@ -270,7 +271,7 @@ def lower_sum_product(c: PCall, op: str):
     if c.qualname == "builtins.sum" and isinstance(res, ScalarV):
         # Python's sum adds from the int 0: of a list of Python numbers it is
         # one (and of an empty array the int 0, see pynum.runtime_py)
-        res = ScalarV(res.atom, py=xs.part_py()[0] or runtime_py())
+        res = ScalarV(res.atom, py=bool(xs.part_py()[0]) or runtime_py())
     return res
 
 

@@ -16,7 +16,7 @@ from ..core.types import BOOL, I64, SArray, SScalar, SType, flatten_stype
 from .coerce import coerce, harden
 from .ops import convert
 from .values import (ArrayV, FunV, ScalarV, TupleV, TypeArg, Value, flatten_value, new_buffer,
-                     or_py, py_flags, rebuild_value, type_name, value_stype)
+                     or_py, py_flags, rebuild_value, type_name, value_stype, widen_py)
 
 
 def display_name(qualname: str) -> str:
@@ -218,7 +218,7 @@ class PCall:
         acc = tuple(acc_py)
         while True:
             lam, _ = self.lam(f, [st, st], i_fun, param_py=[acc, x_py], **kw)
-            more = or_py(acc, self.result_py)
+            more = widen_py(acc, or_py(acc, self.result_py))
             if more == acc:
                 return lam, acc
             acc = more

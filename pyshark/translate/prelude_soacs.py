@@ -10,7 +10,8 @@ from ..core import ir
 from ..core.types import BOOL, I64, SArray, SScalar, ScalarType, flatten_stype
 from .coerce import coerce, harden
 from .prelude_common import PCall, bool_lambda, describe, elem_rebuild, fresh_array
-from .values import ScalarV, flatten_value, or_py, py_flags, rebuild_value, type_name, value_stype
+from .values import (ScalarV, flatten_value, or_py, py_flags, rebuild_value, type_name, value_stype,
+                     widen_py)
 
 
 def lower_map(c: PCall):
@@ -176,7 +177,7 @@ def lower_fold(c: PCall, right: bool):
         res = f.apply(sub, [xv, accv] if right else [accv, xv], c.node)
         res = coerce(res, ast, c.src, c.arg_node(0), strict=True,
                      what=f"the result of the function passed to {c.name} (the accumulator)")
-        more = or_py(acc_py, py_flags(res))
+        more = widen_py(acc_py, or_py(acc_py, py_flags(res)))
         if more == acc_py:
             break
         acc_py = more

@@ -48,12 +48,13 @@ LANGUAGE.md first. Turning the switch on marks them too.
 from __future__ import annotations
 
 import math
+import operator
 from typing import Optional
 
 import libcst as cst
 
 from ..core.types import I64, ScalarType
-from .values import ScalarV, type_name
+from .values import MAX_PY_VALUES, ScalarV, py_values, type_name
 
 #: whether len(), int()/float() of numpy values, range/enumerate indices and builtin
 #: sum are treated as Python numbers (see the module docstring)
@@ -71,8 +72,9 @@ SYMBOL = {"truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "shl": "<<"
 EXACT_FLOAT_INTS = 2 ** 53
 
 
-def _const(v: ScalarV):
-    return v.atom.value if v.weak else None
+def _values(v: ScalarV):
+    """The values v may have as a Python number, or None when unknown."""
+    return py_values(v.py)
 
 
 def _kind(v: ScalarV) -> str:
@@ -102,42 +104,163 @@ def what_python_numbers() -> str:
     return "(constants, or values computed only from constants)"
 
 
+def _float_power_differs(a, b) -> bool:
+    """Whether Python's a ** b (a float power) raises or is complex where numpy's is not."""
+    try:
+        r = a ** b
+    except (OverflowError, ZeroDivisionError, ValueError):
+        return True
+    return isinstance(r, complex)
+
+
+def _compare_differs(op: str, a, b) -> bool:
+    """Whether comparing a and b exactly (Python) and after converting an int
+    to a float (numpy) disagree."""
+    f = _PY_OPS[op]
+    try:
+        return f(a, b) != f(float(a), float(b))
+    except OverflowError:
+        return True
+
+
 def binop_divergence(op: str, x: ScalarV, y: ScalarV, floats: bool) -> Optional[tuple]:
     """(when, what Python does, what numpy and compiled code do) where `x op y`
     may give a different result in Python mode than in compiled code, or
-    None. x and y are the operands as written (weak ones with their
-    constant); `floats`: whether the operation computes in floats."""
+    None. x and y are the operands as written; where the values they may
+    have as Python numbers are known (constants, branches of constants,
+    lists of constants), they decide. `floats`: whether the operation
+    computes in floats."""
     if not (x.py and y.py) or (x.weak and y.weak):
         return None
-    yc = _const(y)
+    xs, ys = _values(x), _values(y)
     if op == "truediv" or (op in ("floordiv", "mod") and floats):
-        if y.weak and yc != 0:
+        if ys is not None and 0 not in ys:
             return None
         return ZERO_DIVISOR
     if op == "pow" and not floats:
-        if y.weak and yc >= 0:
+        if ys is not None and all(b >= 0 for b in ys):
             return None
         return NEGATIVE_POWER
     if op == "pow":
-        if (y.weak and yc in (0, 1)) or (x.weak and _const(x) == 1):
-            return None
+        if xs is not None and ys is not None:
+            if not any(_float_power_differs(a, b) for a in xs for b in ys):
+                return None
+        elif ys is not None and all(b in (0, 1) for b in ys):
+            return None                          # x ** 0.0 is 1.0 and x ** 1.0 is x in both
+        elif xs is not None and all(a == 1 for a in xs):
+            return None                          # 1.0 ** y is 1.0 in both, nan included
         return FLOAT_POWER
     if op in ("shl", "shr"):
-        if y.weak and yc >= 0:
+        if ys is not None and all(b >= 0 for b in ys):
             return None
         return NEGATIVE_SHIFT
     if op in COMPARE:
         if {_kind(x), _kind(y)} != {"int", "float"}:
             return None
-        c = x if x.weak else y if y.weak else None
-        if c is not None:
-            v = c.atom.value
-            if isinstance(v, float) and (not math.isfinite(v) or abs(v) < EXACT_FLOAT_INTS):
+        if xs is not None and ys is not None:
+            if not any(_compare_differs(op, a, b) for a in xs for b in ys):
                 return None
-            if isinstance(v, int) and float(v) == v:
+            return INT_FLOAT_COMPARE
+        known = xs if xs is not None else ys
+        if known is not None:
+            # against any int (float) value, comparing with these floats (ints) is the same
+            # exactly and after the conversion when they are below 2**53 (exact floats)
+            if all(_exact_bound(v) for v in known):
                 return None
         return INT_FLOAT_COMPARE
     return None
+
+
+def _exact_bound(v) -> bool:
+    """A float below 2**53 (or not finite), or an int that is exactly a float:
+    comparisons of any int (float) with it give the same exactly and after
+    converting the int to a float."""
+    if isinstance(v, float):
+        return not math.isfinite(v) or abs(v) < EXACT_FLOAT_INTS
+    try:
+        return float(v) == v
+    except OverflowError:
+        return False
+
+
+# ---------------------------------------------------------------------------
+# The PyInfo of results (what a Python number computes to, where known)
+
+
+_PY_OPS = {
+    "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
+    "floordiv": operator.floordiv, "mod": operator.mod, "pow": operator.pow,
+    "band": operator.and_, "bor": operator.or_, "bxor": operator.xor,
+    "shl": operator.lshift, "shr": operator.rshift,
+    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
+    "gt": operator.gt, "ge": operator.ge,
+}
+_BIG = 1 << 64
+
+
+def _apply(op: str, a, b):
+    """Python's a op b, or raise _Unknown where it is not a small number."""
+    if op == "pow" and isinstance(a, int) and isinstance(b, int) and abs(a) > 1 and b > 64:
+        raise _Unknown()
+    if op == "shl" and isinstance(b, int) and b > 64:
+        raise _Unknown()
+    r = _PY_OPS[op](a, b)
+    if isinstance(r, complex) or (isinstance(r, int) and not isinstance(r, bool)
+                                  and not -_BIG < r < _BIG):
+        raise _Unknown()
+    return r
+
+
+class _Unknown(Exception):
+    pass
+
+
+def binop_py(op: str, x: ScalarV, y: ScalarV):
+    """The PyInfo of `x op y` (an operator, not a prelude ufunc): a Python
+    number only when both operands may be; its values where theirs are known."""
+    if not (x.py and y.py):
+        return False
+    xs, ys = _values(x), _values(y)
+    if xs is None or ys is None or op not in _PY_OPS or len(xs) * len(ys) > MAX_PY_VALUES ** 2:
+        return True
+    out = set()
+    for a in xs:
+        for b in ys:
+            try:
+                out.add(_apply(op, a, b))
+            except ZeroDivisionError:
+                continue                # raises on both sides (or is rejected above)
+            except (_Unknown, ArithmeticError, ValueError, TypeError):
+                return True
+    if not out or len(out) > MAX_PY_VALUES:
+        return True
+    return frozenset(out)
+
+
+_PY_UNOPS = {"neg": operator.neg, "bnot": operator.invert, "not": operator.not_, "abs": abs}
+
+
+def unop_py(op: str, info):
+    """The PyInfo of `-x`, `~x`, `not x` or builtin `abs(x)` (Python numbers stay ones)."""
+    vals = py_values(info)
+    if vals is None or op not in _PY_UNOPS:
+        return info
+    try:
+        return frozenset(_PY_UNOPS[op](v) for v in vals)
+    except (ArithmeticError, TypeError, ValueError):
+        return True
+
+
+def conversion_py(t: ScalarType, info):
+    """The PyInfo of builtin int(x), float(x) or bool(x) of a Python number x."""
+    vals = py_values(info)
+    if vals is None:
+        return info
+    fn = bool if t.is_bool else int if t.is_int else float
+    try:
+        return frozenset(fn(v) for v in vals)
+    except (ArithmeticError, TypeError, ValueError):
+        return True
 
 
 def _error(ctx, node, message: str, hint: str, summary: str):
@@ -173,6 +296,17 @@ def conversion_divergence(x: ScalarV, t: ScalarType) -> Optional[str]:
     converted at compile time) does where converting a numpy value wraps,
     or None."""
     if not x.py or x.weak or x.type.is_bool or not t.is_int:
+        return None
+    vals = _values(x)
+    if vals is not None:
+        import numpy as np
+        try:
+            with np.errstate(all="ignore"):
+                for v in vals:
+                    t.dtype.type(v)
+        except (OverflowError, ValueError):
+            return "raises OverflowError (ValueError for nan)" if x.type.is_float else \
+                "raises OverflowError"
         return None
     if x.type.is_float:
         return "raises OverflowError (ValueError for nan)"
