@@ -370,7 +370,8 @@ def python_number_argument_error(ctx, top, i: int, v: Value, node, inner: Compil
                                f"then in '{top.name}', line {inner.line}, {what}",
                          hint="pass numpy values: a list of constants as ps.array([...]), a "
                               "constant as ps.f64(...) or another scalar type")
-    return ctx.error(node, f"argument '{pname}' of '{top.name}' may be a plain Python number in "
+    what_arg = "be a plain Python number" if isinstance(v, ScalarV) else "hold plain Python numbers"
+    return ctx.error(node, f"argument '{pname}' of '{top.name}' may {what_arg} in "
                            f"Python mode {what_python_numbers()}, "
                            f"and then in '{top.name}', line {inner.line}, {what}",
                      hint=conversion_hint(ctx, v, node))

@@ -341,6 +341,20 @@ def folded(xs: ps.Array[float]) -> float:
     return ps.foldl(lambda acc, x: x + 1.0 / acc, 1.0, xs)
 
 @ps.entry
+def hinted(c: bool, i: int) -> tuple[float, int, bool, ps.i8]:
+    scale = [1e200, 2.0]
+    k = 2 if c else -1
+    big = 9007199254740993 if c else 0
+    n = 100 if c else 300
+    return (ps.f64(scale[i]) ** 2, 8 >> ps.i64(k), ps.i64(big) == 9007199254740992.0,
+            ps.i8(ps.i64(n)))
+
+@ps.entry
+def hinted_power(i: int) -> int:
+    ks = [2, 4]
+    return ps.i64(ks[i]) ** -1
+
+@ps.entry
 def powers(c: bool) -> tuple[float, float, float]:
     y = -8.0 if c else 1e300
     return (y ** 1.0, y ** 0, 1.0 ** y)
@@ -367,6 +381,14 @@ def test_loop_carried_constant_with_constant_or_numpy_divisors(accepted):
 def test_the_hint_makes_it_numpy(accepted):
     same_everywhere(accepted, "converted", False, want=(INF, math.nan))
     same_everywhere(accepted, "converted", True, want=(1.0 / 1.5, math.nan))
+
+
+def test_the_other_hints_make_it_numpy(accepted):
+    same_everywhere(accepted, "hinted", True, 0,
+                    want=(INF, np.int64(2), np.True_, np.int8(100)))
+    same_everywhere(accepted, "hinted", False, 1,
+                    want=(4.0, np.int64(0), np.False_, np.int8(44)))
+    same_everywhere(accepted, "hinted_power", 0, raises=ValueError)
 
 
 def test_lists_of_nonzero_constants_and_numpy_arrays(accepted):
