@@ -3,7 +3,9 @@ record constructors), local `def` statements and top-level FunDefs.
 
 Lambdas and local defs are inlined where they are applied (they may capture
 names of the enclosing function); top-level defs become FunDefs and are
-called with ir.Call after strict coercion of the arguments.
+called with ir.Call after strict coercion of the arguments. Where an
+argument may be a plain Python number in Python mode (pynum.py), the def is
+also checked with it (function_summary), which gives the result's PyInfos.
 """
 from __future__ import annotations
 
@@ -253,7 +255,7 @@ def check_rebinding(ctx: Ctx, name_node: cst.CSTNode, name: str, verb: str = "re
 
 def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None):
     """The body of a top-level def: (parameter Vars, Builder, returned value).
-    `pattern` gives the py flags of the parameters' atoms (None: numpy values)."""
+    `pattern` gives the PyInfos of the parameters' atoms (None: numpy values)."""
     from .stmts import block_stmts, translate_block
     names = NameGen()
     b = Builder(names)
@@ -291,15 +293,15 @@ def translate_fundef(env, top) -> ir.FunDef:
 
 @dataclass(frozen=True)
 class Summary:
-    """What a top-level def does with arguments of given py flags (plain
-    Python numbers in Python mode, pynum.py): the py flags of its result,
+    """What a top-level def does with arguments of given PyInfos (plain
+    Python numbers in Python mode, pynum.py): the PyInfos of its result,
     or the CompileError that translating it with such arguments gives."""
     ret_py: tuple
     error: Optional[CompileError]
 
 
 def function_summary(env, top, pattern: tuple) -> Summary:
-    """The def translated (and thrown away) with parameters of py flags
+    """The def translated (and thrown away) with parameters of PyInfos
     `pattern`, memoized. A def already being summarized (recursion, which is
     reported elsewhere) is assumed to return numpy values."""
     key = (top.name, pattern)

@@ -5,8 +5,9 @@ in place) in its body, found syntactically before the body is translated.
 A weak initial value takes its default type (i64, f64, bool). Names first
 bound inside the body stay inside it. A carried value may be a plain Python
 number in Python mode (ScalarV.py) when its initial value or a value the
-body assigns may be one: the body is translated again until those flags
-are stable. An array carried through the loop is
+body assigns may be one: the body is translated again until those PyInfos
+are stable (a growing value set widens to True). An array carried through
+the loop is
 owned in the body only if it is owned before the loop and the body keeps
 it owned (otherwise the body is translated again with it not owned, which
 reports an in-place update of it).
@@ -168,9 +169,9 @@ def explain_weak_init(err: CompileError, weak_inits: dict) -> None:
 
 def _try_loop(ctx, st, body_block, names, inits, disown, carried_py, make_form, bind_iter):
     """The ir.Loop, its parameters' values and the body context; or the set
-    of carried arrays the body does not keep owned, or the carried py flags
-    when the body may assign Python numbers where the parameters had none
-    (the caller then translates the body again)."""
+    of carried arrays the body does not keep owned, or the carried PyInfos
+    when the body may assign Python numbers (or values) the parameters did
+    not have (the caller then translates the body again)."""
     params: list[ir.Var] = []
     params_vals: dict[str, Value] = {}
     for n in names:

@@ -168,7 +168,7 @@ class PCall:
     def lam(self, f: FunV, param_stypes: Sequence[SType], i_fun: int,
             ret: Optional[SType] = None, what: str = "", ctx=None,
             pre_args: Sequence[Value] = (), strict: bool = True,
-            param_py: Optional[Sequence[Optional[Sequence[bool]]]] = None) -> tuple[ir.Lambda, SType]:
+            param_py: Optional[Sequence[Optional[Sequence]]] = None) -> tuple[ir.Lambda, SType]:
         """A SOAC lambda applying f to values of param_stypes.
 
         With `ret`, f's result is coerced to it: strictly by default (a weak
@@ -177,10 +177,10 @@ class PCall:
         (where Python mode stores the result into an array, which converts
         it). Without `ret`, weak results take their default type, as Python
         mode's `collect` gives them. `pre_args` are values passed before the
-        lambda's own parameters (tabulate_2d). `param_py` gives the py flags
+        lambda's own parameters (tabulate_2d). `param_py` gives the PyInfos
         of each parameter (None: numpy values), the elements of a list of
-        Python numbers for instance; `self.result_py` is left with the py
-        flags of f's result."""
+        Python numbers for instance (values.py, pynum.py); `self.result_py`
+        is left with the PyInfos of f's result."""
         sub = (ctx or self.ctx).nested()
         params: list[ir.Var] = []
         args = list(pre_args)
@@ -209,12 +209,13 @@ class PCall:
                           what=f"the predicate passed to {self.name}", param_py=param_py)
         return lam
 
-    def operator_lam(self, f: FunV, st: SType, i_fun: int, acc_py: Sequence[bool],
-                     x_py: Sequence[bool], **kw) -> tuple[ir.Lambda, tuple[bool, ...]]:
+    def operator_lam(self, f: FunV, st: SType, i_fun: int, acc_py: Sequence,
+                     x_py: Sequence, **kw) -> tuple[ir.Lambda, tuple]:
         """The lambda of a reduction operator f(acc, x) whose accumulator
-        starts with py flags acc_py and then holds f's results, and the
-        accumulator's flags (a fixed point: a result that may be a Python
-        number makes the accumulator one on the next call)."""
+        starts with PyInfos acc_py and then holds f's results, and the
+        accumulator's PyInfos (a fixed point: a result that may be a Python
+        number makes the accumulator one on the next call; growing value
+        sets are widened, so it ends)."""
         acc = tuple(acc_py)
         while True:
             lam, _ = self.lam(f, [st, st], i_fun, param_py=[acc, x_py], **kw)
