@@ -57,6 +57,9 @@ def translate_call(ctx: Ctx, node: cst.Call) -> Value:
             if isinstance(st, SRecord):
                 return construct_record(ctx, st, node)
             if isinstance(st, SScalar):
+                builtin = builtin_alias(env, name)
+                if builtin is not None:        # `Count = int`: Count(x) is int(x), a Python int
+                    return call_prelude(ctx, builtin, node)
                 return call_prelude(ctx, f"pyshark.prelude.{st.t.value}", node)
             raise ctx.error(func, f"the type '{name}' cannot be called")
         if name in env.constants:
@@ -97,6 +100,20 @@ def translate_call(ctx: Ctx, node: cst.Call) -> Value:
             raise ctx.error(func, f"name '{func.value}' is not defined")
     raise ctx.error(func, "only functions can be called: a top-level or local def, a record "
                           "class or a prelude function")
+
+
+def builtin_alias(env, name: str, depth: int = 0):
+    """'builtins.int' (float, bool) when the alias `name` is bound to that
+    builtin type, directly or through other aliases; else None."""
+    node = env.alias_nodes.get(name)
+    if not isinstance(node, (cst.Name, cst.Attribute)) or depth > 32:
+        return None
+    if isinstance(node, cst.Name) and node.value in env.aliases and node.value != name:
+        return builtin_alias(env, node.value, depth + 1)
+    for q in env.src.qualified_names(node):
+        if q in ("builtins.int", "builtins.float", "builtins.bool"):
+            return q
+    return None
 
 
 def call_prelude(ctx: Ctx, qualname: str, node: cst.Call) -> Value:

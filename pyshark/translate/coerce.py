@@ -63,11 +63,13 @@ def range_text(t: ScalarType) -> str:
 
 
 def weak_to(v: ScalarV, t: ScalarType, src, node: cst.CSTNode) -> ScalarV:
-    """The weak constant v given type t; a located error if it cannot be."""
+    """The weak constant v given type t; a located error if it cannot be.
+    The result is still a Python number in Python mode (py), unless where it
+    is used converts it (a store into a numpy array)."""
     assert v.weak and isinstance(v.atom, ir.Const)
     value = v.atom.value
     if const_fits(value, t):
-        return ScalarV(ir.Const(const_value(value, t), t))
+        return ScalarV(ir.Const(const_value(value, t), t), py=v.py)   # Python mode keeps value
     if t.is_int and isinstance(value, int) and not isinstance(value, bool):
         raise src.error(node, f"literal {const_text(value)} does not fit {type_name(t)} (range "
                               f"{range_text(t)})",
@@ -195,10 +197,11 @@ def check_default_range(v: ScalarV, src=None, node=None) -> None:
 
 def harden(v: Value, src=None, node=None) -> Value:
     """A weak value fixed at its default type (i64, f64, bool); an int
-    constant outside i64 is a located error (at `node` when given)."""
+    constant outside i64 is a located error (at `node` when given). It stays
+    a Python number in Python mode (py)."""
     if isinstance(v, ScalarV) and v.weak:
         check_default_range(v, src, node)
-        return ScalarV(v.atom)
+        return ScalarV(v.atom, py=v.py)
     if isinstance(v, TupleV):
         return TupleV(tuple(harden(e, src, node) for e in v.elems), v.record)
     return v

@@ -14,7 +14,7 @@ from .exprs import bool_value, lazy_bool, translate_expr
 from .iteration import iter_source
 from .scoping import local_names
 from .coerce import harden
-from .values import ArrayV, flatten_value, new_buffer, value_stype
+from .values import ArrayV, flatten_value, new_buffer, py_flags, value_stype
 
 
 def _lambda_ctx(ctx: Ctx, src, comp: cst.CompFor, locals_: dict):
@@ -63,4 +63,5 @@ def translate_listcomp(ctx: Ctx, node: cst.ListComp) -> ArrayV:
         raise ctx.error(node.elt, "a comprehension element must hold at least one value")
     lam = ir.Lambda(tuple(params), sub.b.body(atoms), tuple(a.type for a in atoms))
     outs = ctx.b.bind(ir.Map(width, lam, tuple(arrays)), "comp", loc)
-    return ArrayV(SArray(value_stype(v)), tuple(outs), new_buffer(), from_list=True)
+    return ArrayV(SArray(value_stype(v)), tuple(outs), new_buffer(), from_list=True,
+                  py=py_flags(v))

@@ -226,7 +226,7 @@ def array_buffers(v) -> set:
 def disown(v: Value) -> Value:
     """The value with every array marked not owned (module constants, call results)."""
     if isinstance(v, ArrayV):
-        return ArrayV(v.stype, v.parts, 0, v.from_list)
+        return ArrayV(v.stype, v.parts, 0, v.from_list, v.py)
     if isinstance(v, TupleV):
         return TupleV(tuple(disown(e) for e in v.elems), v.record)
     return v

@@ -20,8 +20,9 @@ from . import ops
 from .context import Ctx, LocalDef, Unbound
 from .coerce import harden
 from .unify import merge_branches, unify_values
-from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, new_buffer, rebuild_value,
-                     type_name, value_stype, weak)
+from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, new_buffer, or_py, py_flags,
+                     py_join,
+                     rebuild_value, type_name, value_stype, weak)
 
 BINOPS = {
     cst.Add: "add", cst.Subtract: "sub", cst.Multiply: "mul", cst.Divide: "truediv",
@@ -336,13 +337,17 @@ def emit_choice(ctx: Ctx, cond: ir.Atom, ct: Ctx, vt: Value, ce: Ctx, ve: Value,
 
 
 def merged_meta(res: Value, a: Value, b: Value) -> Value:
-    """Ownership after a branch: an array keeps its buffer only if both sides agree."""
+    """Ownership after a branch: an array keeps its buffer only if both sides
+    agree; a value may be a list, or a Python number, if either side may be."""
     if isinstance(res, ArrayV):
         buf = a.buffer if a.buffer == b.buffer else 0
-        return ArrayV(res.stype, res.parts, buf, a.from_list or b.from_list)
+        return ArrayV(res.stype, res.parts, buf, a.from_list or b.from_list,
+                      or_py(a.part_py(), b.part_py()))
     if isinstance(res, TupleV):
         return TupleV(tuple(merged_meta(r, x, y) for r, x, y in zip(res.elems, a.elems, b.elems)),
                       res.record)
+    if isinstance(res, ScalarV) and not res.weak:
+        return ScalarV(res.atom, py=py_join(a.py, b.py))
     return res
 
 
@@ -367,7 +372,9 @@ def translate_list(ctx: Ctx, node: cst.List, expect: Optional[SType]) -> ArrayV:
     for col in cols:
         t = array_of(col[0].type)
         parts.append(ctx.b.bind1(ir.ArrayLit(tuple(col), t), "lit", ctx.loc(node)))
-    return ArrayV(SArray(st), tuple(parts), new_buffer(), from_list=True)
+    # a list holds its elements as they are: Python numbers where they may be ones
+    return ArrayV(SArray(st), tuple(parts), new_buffer(), from_list=True,
+                  py=or_py(*[py_flags(v) for v in values]))
 
 
 def empty_array(ctx: Ctx, st: SArray, node) -> ArrayV:

@@ -3,10 +3,13 @@ record constructors), local `def` statements and top-level FunDefs.
 
 Lambdas and local defs are inlined where they are applied (they may capture
 names of the enclosing function); top-level defs become FunDefs and are
-called with ir.Call after strict coercion of the arguments.
+called with ir.Call after strict coercion of the arguments. Where an
+argument may be a plain Python number in Python mode (pynum.py), the def is
+also checked with it (function_summary), which gives the result's PyInfos.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Optional, Sequence
 
 import libcst as cst
@@ -14,11 +17,12 @@ import libcst as cst
 from ..core import ir
 from ..core.types import SRecord, SType, flatten_stype
 from .annotations import parse_type
+from ..errors import CompileError
 from .builder import Builder, NameGen
 from .coerce import coerce
 from .context import Ctx, Frame, FunState, LocalDef, Scope
 from .scoping import check_no_code_after_return, free_names, local_names
-from .values import ArrayV, FunV, TupleV, Value, flatten_value, rebuild_value
+from .values import ArrayV, FunV, ScalarV, TupleV, Value, flatten_value, py_flags, rebuild_value
 
 
 def _arg_nodes(node, n: int) -> list:
@@ -150,12 +154,15 @@ class TopFunV(UserFunV):
         if self.top.is_entry:
             ctx.env.entry_calls.append((self.top, node))
         atoms = []
+        values = []
         for (pname, st, _), v, an in zip(self.top.params, args, arg_nodes):
             v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{pname}' of '{self.name}'")
+            values.append(v)
             atoms += flatten_value(v)
+        ret_py = call_summary(ctx, self.top, values, arg_nodes, node)
         ret = tuple(flatten_stype(self.top.ret))
         outs = ctx.b.bind(ir.Call(self.name, tuple(atoms), ret), self.name, ctx.loc(node))
-        return rebuild_value(self.top.ret, outs, 0)
+        return rebuild_value(self.top.ret, outs, 0, py=ret_py)
 
 
 class RecordFunV(UserFunV):
@@ -246,7 +253,9 @@ def check_rebinding(ctx: Ctx, name_node: cst.CSTNode, name: str, verb: str = "re
 # Top-level functions
 
 
-def translate_fundef(env, top) -> ir.FunDef:
+def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None):
+    """The body of a top-level def: (parameter Vars, Builder, returned value).
+    `pattern` gives the PyInfos of the parameters' atoms (None: numpy values)."""
     from .stmts import block_stmts, translate_block
     names = NameGen()
     b = Builder(names)
@@ -256,14 +265,115 @@ def translate_fundef(env, top) -> ir.FunDef:
     params = []
     for pname, st, _ in top.params:
         vs = [b.var(t, pname) for t in flatten_stype(st)]
+        flags = None
+        if pattern is not None:
+            flags = pattern[len(params):len(params) + len(vs)]
         params += vs
         fs.param_vars.update({v.name: pname for v in vs})
-        scope.set(pname, rebuild_value(st, vs, 0))
+        scope.set(pname, rebuild_value(st, vs, 0, py=flags))
     frame = Frame(top.name, top.ret, top.node)
     ctx = Ctx(env, env.src, b, scope, fs, frame)
     v = translate_block(ctx, block_stmts(top.node.body), True)
     if v is None:
         raise missing_return(ctx, top.node, fs)
+    return params, b, v
+
+
+def translate_fundef(env, top) -> ir.FunDef:
+    params, b, v = _translate_top(env, top)
+    env.summaries.setdefault((top.name, (False,) * len(params)), Summary(py_flags(v), None))
     body = b.body(flatten_value(v))
     return ir.FunDef(top.name, tuple(params), tuple(flatten_stype(top.ret)), body,
                      env.src.loc(top.node.name))
+
+
+# ---------------------------------------------------------------------------
+# Plain Python numbers across calls of top-level defs
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a top-level def does with arguments of given PyInfos (plain
+    Python numbers in Python mode, pynum.py): the PyInfos of its result,
+    or the CompileError that translating it with such arguments gives."""
+    ret_py: tuple
+    error: Optional[CompileError]
+
+
+def function_summary(env, top, pattern: tuple) -> Summary:
+    """The def translated (and thrown away) with parameters of PyInfos
+    `pattern`, memoized. A def already being summarized (recursion, which is
+    reported elsewhere) is assumed to return numpy values."""
+    key = (top.name, pattern)
+    hit = env.summaries.get(key)
+    if hit is not None:
+        return hit
+    n_ret = len(flatten_stype(top.ret))
+    if key in env.summarizing:
+        return Summary((False,) * n_ret, None)
+    env.summarizing.add(key)
+    try:
+        _, _, v = _translate_top(env, top, pattern)
+        out = Summary(py_flags(v), None)
+    except CompileError as err:
+        out = Summary((False,) * n_ret, err)
+    finally:
+        env.summarizing.discard(key)
+    env.summaries[key] = out
+    return out
+
+
+def call_summary(ctx, top, values: list, arg_nodes: list, node) -> tuple:
+    """The PyInfos of the result of calling `top` with `values`; a located
+    error at an argument when one that may be a plain Python number makes
+    the def compute something Python computes differently from numpy (the
+    def translated with numpy arguments is fine)."""
+    env = ctx.env
+    flags = [py_flags(v) for v in values]
+    pattern = tuple(f for fl in flags for f in fl)
+    base = function_summary(env, top, (False,) * len(pattern))
+    if not any(pattern):
+        return base.ret_py
+    if base.error is not None:
+        return base.ret_py           # an error of the def itself, reported there
+    # first with the arguments' values unknown (one translation serves most calls), then
+    # with the values known (constants the def divides by may be nonzero, ...)
+    got = function_summary(env, top, tuple(bool(f) for f in pattern))
+    if got.error is None:
+        return got.ret_py
+    got = function_summary(env, top, pattern)
+    if got.error is None:
+        return got.ret_py
+    blamed = []
+    for i, fl in enumerate(flags):
+        if any(fl):
+            alone = tuple(f if j == i else False for j, fls in enumerate(flags) for f in fls)
+            if function_summary(env, top, alone).error is not None:
+                blamed.append(i)
+    if not blamed:
+        blamed = [i for i, fl in enumerate(flags) if any(fl)]
+    i = blamed[0]
+    raise python_number_argument_error(ctx, top, i, values[i], arg_nodes[i], got.error,
+                                       via_prelude=arg_nodes[i] is node)
+
+
+def python_number_argument_error(ctx, top, i: int, v: Value, node, inner: CompileError,
+                                 via_prelude: bool = False):
+    """The error at an argument that may be a plain Python number and makes
+    `top` compute what Python and numpy compute differently (`inner`, the
+    error translating `top` with it). `via_prelude`: a prelude function
+    (`node`) calls `top` with list elements or a constant accumulator."""
+    from .pynum import conversion_hint, what_python_numbers
+    pname = top.params[i][0]
+    what = getattr(inner, "pynum_summary", None) or inner.message
+    if via_prelude:
+        return ctx.error(node, f"this call passes '{top.name}' an argument '{pname}' that may be a "
+                               f"plain Python number in Python mode {what_python_numbers()}, and "
+                               f"then in '{top.name}', line {inner.line}, {what}",
+                         hint="pass numpy values: a list of constants as ps.array([...]), a "
+                              "constant as ps.f64(...) or another scalar type")
+    what_arg = "be a plain Python number" if isinstance(v, ScalarV) else "hold plain Python numbers"
+    return ctx.error(node, f"argument '{pname}' of '{top.name}' may {what_arg} in "
+                           f"Python mode {what_python_numbers()}, "
+                           f"and then in '{top.name}', line {inner.line}, {what}",
+                     hint=conversion_hint(ctx, v, node))

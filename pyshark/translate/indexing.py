@@ -75,14 +75,15 @@ def translate_subscript(ctx: Ctx, node: cst.Subscript) -> Value:
     if all(not isinstance(d, ir.SliceDim) for d in dims):
         st = strip(v.stype, len(dims))
         atoms = [ctx.b.bind1(ir.Index(p, tuple(dims)), "elem", loc) for p in v.parts]
-        res = rebuild_value(st, atoms, view_buffer(v.buffer))
+        # an element of a list is what the list holds (Python numbers where it may hold them)
+        res = rebuild_value(st, atoms, view_buffer(v.buffer), py=v.part_py())
         if isinstance(res, ArrayV):
-            res = ArrayV(res.stype, res.parts, res.buffer, v.from_list)
+            res = ArrayV(res.stype, res.parts, res.buffer, v.from_list, res.py)
         return res
     dropped = sum(1 for d in dims if not isinstance(d, ir.SliceDim))
     st = wrap(strip(v.stype, v.rank), v.rank - dropped)
     parts = tuple(ctx.b.bind1(ir.Slice(p, tuple(dims)), "slice", loc) for p in v.parts)
-    return ArrayV(st, parts, view_buffer(v.buffer), v.from_list)
+    return ArrayV(st, parts, view_buffer(v.buffer), v.from_list, v.py)
 
 
 def tuple_index(ctx: Ctx, v: TupleV, node: cst.Subscript) -> Value:

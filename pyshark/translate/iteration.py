@@ -16,6 +16,7 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, I64
 from .coerce import weak_to
+from .pynum import runtime_py
 from .context import Ctx, view_buffer
 from .values import ArrayV, ScalarV, TupleV, Value, rebuild_value, type_name
 
@@ -81,10 +82,11 @@ class RangeSource:
         return [I64]
 
     def _index(self, ctx: Ctx, k: ir.Atom) -> Value:
+        """The index: a Python int in Python mode (pynum.runtime_py)."""
         scaled = int_binop(ctx, "mul", k, self.step, self.node)
         if isinstance(self.start, ir.Const) and self.start.value == 0:
-            return ScalarV(scaled)
-        return ScalarV(int_binop(ctx, "add", scaled, self.start, self.node))
+            return ScalarV(scaled, py=runtime_py())
+        return ScalarV(int_binop(ctx, "add", scaled, self.start, self.node), py=runtime_py())
 
     def element_from_params(self, ctx: Ctx, params) -> Value:
         return self._index(ctx, params[0])
@@ -108,7 +110,7 @@ class ArraySource:
         if len(arrays) > 1:      # zip stops at the shortest array, as Python's does
             arrays = [ArrayV(a.stype, tuple(
                 ctx.b.bind1(ir.Slice(p, (ir.SliceDim(None, width, None),)), "zipped", ctx.loc(node))
-                for p in a.parts), view_buffer(a.buffer), a.from_list) for a in arrays]
+                for p in a.parts), view_buffer(a.buffer), a.from_list, a.py) for a in arrays]
         self.arrays = arrays
         self.width = width
         self._iota: Optional[ir.Var] = None
@@ -128,7 +130,7 @@ class ArraySource:
     def _assemble(self, ctx, index: Optional[ir.Atom], rows: list[Value]) -> Value:
         if self.tuple_kind == "enumerate":
             i = int_binop(ctx, "add", index, self.enum_start, self.node)
-            return TupleV((ScalarV(i), rows[0]))
+            return TupleV((ScalarV(i, py=runtime_py()), rows[0]))    # a Python int in Python mode
         if self.tuple_kind == "zip":
             return TupleV(tuple(rows))
         return rows[0]
@@ -139,7 +141,7 @@ class ArraySource:
         rows = []
         for a in self.arrays:
             n = len(a.parts)
-            rows.append(rebuild_value(a.stype.elem, params[:n], 0))
+            rows.append(rebuild_value(a.stype.elem, params[:n], 0, py=a.part_py()))
             params = params[n:]
         return self._assemble(ctx, index, rows)
 
@@ -147,7 +149,7 @@ class ArraySource:
         rows = []
         for a in self.arrays:
             atoms = [ctx.b.bind1(ir.Index(p, (k,), False), "elem", ctx.loc(self.node)) for p in a.parts]
-            rows.append(rebuild_value(a.stype.elem, atoms, view_buffer(a.buffer)))
+            rows.append(rebuild_value(a.stype.elem, atoms, view_buffer(a.buffer), py=a.part_py()))
         return self._assemble(ctx, k, rows)
 
 

@@ -3,7 +3,11 @@
 The carried names are those bound before the loop and assigned (or updated
 in place) in its body, found syntactically before the body is translated.
 A weak initial value takes its default type (i64, f64, bool). Names first
-bound inside the body stay inside it. An array carried through the loop is
+bound inside the body stay inside it. A carried value may be a plain Python
+number in Python mode (ScalarV.py) when its initial value or a value the
+body assigns may be one: the body is translated again until those PyInfos
+are stable (a growing value set widens to True). An array carried through
+the loop is
 owned in the body only if it is owned before the loop and the body keeps
 it owned (otherwise the body is translated again with it not owned, which
 reports an in-place update of it).
@@ -20,7 +24,8 @@ from .context import Ctx, LocalDef, Unbound
 from .exprs import translate_condition
 from .iteration import ArraySource, iter_source
 from .stmts import bind_target, block_stmts, translate_block
-from .values import ArrayV, ScalarV, TupleV, Value, flatten_value, rebuild_value, type_name, value_stype
+from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, or_py, py_flags, rebuild_value,
+                     type_name, value_stype, widen_py, with_py)
 
 
 class _Assigned(cst.CSTVisitor):
@@ -76,7 +81,7 @@ def carried_names(ctx: Ctx, body, targets=None) -> tuple[list[str], set[str]]:
 
 def _disowned(v: Value) -> Value:
     if isinstance(v, ArrayV):
-        return ArrayV(v.stype, v.parts, 0, v.from_list)
+        return ArrayV(v.stype, v.parts, 0, v.from_list, v.py)
     if isinstance(v, TupleV):
         return TupleV(tuple(_disowned(e) for e in v.elems), v.record)
     return v
@@ -92,11 +97,13 @@ def _owned_arrays(v: Value, out: list):
 
 
 def _with_meta(v: Value, like: Value) -> Value:
-    """v with the buffers/from_list flags of `like` (same structure)."""
+    """v with the buffers/from_list/py flags of `like` (same structure)."""
     if isinstance(v, ArrayV):
-        return ArrayV(v.stype, v.parts, like.buffer, like.from_list)
+        return ArrayV(v.stype, v.parts, like.buffer, like.from_list, like.py)
     if isinstance(v, TupleV):
         return TupleV(tuple(_with_meta(a, b) for a, b in zip(v.elems, like.elems)), v.record)
+    if isinstance(v, ScalarV) and not v.weak:
+        return ScalarV(v.atom, py=like.py)
     return v
 
 
@@ -110,16 +117,25 @@ def run_loop(ctx: Ctx, st, body_block, make_form, bind_iter, targets=None):
     weak_inits = {n: ctx.scope.lookup(n) for n in names if is_weak(ctx.scope.lookup(n))}
     inits = {n: harden(ctx.scope.lookup(n), ctx.src, ctx.scope.origin(n) or st) for n in names}
     disown: set[str] = set()
-    for _attempt in range(3):
+    carried_py = {n: py_flags(inits[n]) for n in names}
+    # each retry disowns an array or widens the PyInfo of a carried part: finitely many
+    for _attempt in range(3 + 3 * sum(len(f) for f in carried_py.values())):
         try:
-            result = _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter)
+            result = _try_loop(ctx, st, body_block, names, inits, disown, carried_py, make_form,
+                               bind_iter)
         except CompileError as err:
             explain_weak_init(err, weak_inits)
             raise
         if isinstance(result, set):
             disown |= result
             continue
+        if isinstance(result, dict):
+            carried_py = result
+            continue
         break
+    else:
+        raise ctx.error(st, "internal error: the loop's carried values do not settle",
+                        hint="this is a bug in PyShark; please report it")
     loop, params_vals, bctx = result
     outs = list(ctx.b.bind(loop, loc=ctx.loc(st), hints=[p.name.rsplit("_", 1)[0] for p in loop.params]))
     for n in names:
@@ -151,7 +167,11 @@ def explain_weak_init(err: CompileError, weak_inits: dict) -> None:
             return
 
 
-def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
+def _try_loop(ctx, st, body_block, names, inits, disown, carried_py, make_form, bind_iter):
+    """The ir.Loop, its parameters' values and the body context; or the set
+    of carried arrays the body does not keep owned, or the carried PyInfos
+    when the body may assign Python numbers (or values) the parameters did
+    not have (the caller then translates the body again)."""
     params: list[ir.Var] = []
     params_vals: dict[str, Value] = {}
     for n in names:
@@ -160,7 +180,8 @@ def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
             init = _disowned(init)
         vs = [ctx.b.var(t, n) for t in flatten_stype(value_stype(init))]
         params += vs
-        params_vals[n] = _with_meta(rebuild_value(value_stype(init), vs), init)
+        params_vals[n] = with_py(_with_meta(rebuild_value(value_stype(init), vs), init),
+                                 carried_py[n])
     pscope = ctx.scope.child()
     for n in names:
         pscope.set(n, params_vals[n])
@@ -176,6 +197,7 @@ def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
         ctx.fs.followers.pop()
     results = []
     lose = set()
+    grown = dict(carried_py)
     for n in names:
         v = bctx.scope.lookup(n)
         if isinstance(v, Unbound):
@@ -199,9 +221,12 @@ def _try_loop(ctx, st, body_block, names, inits, disown, make_form, bind_iter):
         after = _owned_arrays(v, [])
         if any(b > 0 and a <= 0 for b, a in zip(before, after)) and n not in disown:
             lose.add(n)
+        grown[n] = widen_py(carried_py[n], or_py(carried_py[n], py_flags(v)))
         results += flatten_value(v)
     if lose:
         return lose
+    if grown != carried_py:
+        return grown
     body = bctx.b.body(results)
     init_atoms = [a for n in names for a in flatten_value(inits[n])]
     return ir.Loop(tuple(params), tuple(init_atoms), form, body), params_vals, bctx

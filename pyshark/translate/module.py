@@ -49,9 +49,12 @@ class ModuleEnv:
         self.src = src
         self.records: dict[str, SRecord] = {}
         self.aliases: dict[str, SType] = {}
+        self.alias_nodes: dict[str, cst.BaseExpression] = {}   # what each alias is bound to
         self.constants: dict[str, tuple[cst.BaseExpression, int]] = {}
         self.functions: dict[str, TopFun] = {}
         self.entry_calls: list = []          # (TopFun of an entry, call node) from PyShark code
+        self.summaries: dict = {}            # (def name, py flags of the arguments) -> funcs.Summary
+        self.summarizing: set = set()
         self._evaluating: list[int] = []
 
     # -- constants ----------------------------------------------------------
@@ -114,6 +117,7 @@ class ModuleEnv:
         st_type = parse_type(self, value, quiet=True)
         if st_type is not None:
             self.aliases[name] = st_type
+            self.alias_nodes[name] = value
             self.constants.pop(name, None)
         else:
             self.constants[name] = (value, order)

@@ -3,7 +3,10 @@
 Weak operands are folded at compile time with Python semantics (they are
 Python numbers in Python mode too); a weak operand beside a typed one takes its
 type; two typed operands must have one type. Every function emits into
-`ctx.b` and returns a ScalarV.
+`ctx.b` and returns a ScalarV. An operation of two operands that may be
+plain Python numbers in Python mode (ScalarV.py) gives such a number too, and
+is a compile error where Python's result may differ from numpy's (pynum.py);
+the prelude's ufuncs (ps.pow, ps.atan2, ps.min, ps.max) give numpy values.
 
 `ctx` is the translator's expression context: it has `.b` (Builder), `.src`
 (SourceInfo) and `.loc(node)`.
@@ -18,7 +21,8 @@ import libcst as cst
 from ..core import ir
 from ..core.types import BOOL, F32, F64, I64, ScalarType
 from .coerce import const_fits, const_text, const_value, harden, weak_to
-from .values import ArrayV, ScalarV, Value, type_name, weak
+from .pynum import binop_py, check_binop, unop_py
+from .values import ArrayV, ScalarV, Value, py_join, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
 BITWISE = {"band", "bor", "bxor", "shl", "shr"}
@@ -43,6 +47,7 @@ _PY_FOLD = {
 
 
 MAX_CONST_BITS = 4096      # weak int folding refuses results beyond this size
+UFUNCS = {"power", "atan2", "min", "max"}     # prelude functions: numpy results
 
 
 def expect_scalar(ctx, v: Value, node: cst.CSTNode, what: str) -> ScalarV:
@@ -89,7 +94,7 @@ def unify(ctx, op: str, x: ScalarV, y: ScalarV, node: cst.CSTNode,
         yv = y.atom.value
         if t.is_int and isinstance(yv, float):
             x = convert(ctx, F64, x, node)
-            y = ScalarV(ir.Const(float(yv), F64))
+            y = ScalarV(ir.Const(float(yv), F64), py=y.py)
         elif t.is_bool != isinstance(yv, bool):
             raise ctx.src.error(y_node, f"'{SYMBOL.get(op, op)}' between {type_name(t)} and a "
                                         f"{type_name(y.type)} constant", hint="convert explicitly")
@@ -123,6 +128,7 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
         x, y = harden(x, ctx.src, x_node or node), harden(y, ctx.src, y_node or node)
         if x.type is not y.type:
             x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
+    written = (x, y)
     x, y = unify(ctx, op, x, y, node, x_node, y_node)
     t = x.type
     sym = SYMBOL.get(op, op)
@@ -138,12 +144,19 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
     if op == "atan2" and not t.is_float:
         raise ctx.src.error(node, f"atan2 needs float arguments, not {type_name(t)}",
                             hint=f"convert first, e.g. ps.f64(...)")
+    if op in UFUNCS:
+        py = False
+    elif op in ("land", "lor"):
+        py = py_join(x.py, y.py)    # Python's `and`/`or` give one of the operands
+    else:
+        check_binop(ctx, op, *written, node, x_node, y_node)
+        py = binop_py(op, *written)
     if op == "truediv":
         if not t.is_float:
             x, y = convert(ctx, F64, x, node), convert(ctx, F64, y, node)
         op = "div"
     loc = ctx.loc(node)
-    return ScalarV(ctx.b.bind1(ir.BinOp(op, x.atom, y.atom), "t", loc))
+    return ScalarV(ctx.b.bind1(ir.BinOp(op, x.atom, y.atom), "t", loc), py=py)
 
 
 _PY_UNFOLD = {"neg": operator.neg, "bnot": operator.invert, "not": operator.not_}
@@ -180,16 +193,24 @@ def unop(ctx, op: str, x: Value, node: cst.CSTNode, fold_weak: bool = True) -> S
     if op in FLOAT_UNOPS and not t.is_float:
         raise ctx.src.error(node, f"ps.{op} needs a float argument, not {type_name(t)}",
                             hint=f"convert first, e.g. ps.f64(...)")
-    return ScalarV(ctx.b.bind1(ir.UnOp(op, x.atom), "t", ctx.loc(node)))
+    # `-x`, `~x`, `not x` and builtin abs keep a Python number one; ps.* math gives numpy
+    py = unop_py(op, x.py) if fold_weak else False
+    return ScalarV(ctx.b.bind1(ir.UnOp(op, x.atom), "t", ctx.loc(node)), py=py)
 
 
-def convert(ctx, t: ScalarType, x: Value, node: cst.CSTNode) -> ScalarV:
-    """numpy conversion `t(x)`: a constant argument folds to a typed constant."""
+def convert(ctx, t: ScalarType, x: Value, node: cst.CSTNode, py: bool | None = None) -> ScalarV:
+    """numpy conversion `t(x)`: a constant argument folds to a typed constant.
+
+    `py` says whether the result is a plain Python number in Python mode:
+    True for the builtins int/float/bool, False for a prelude type (a numpy
+    scalar); None (an implicit conversion inside an operation) keeps x's."""
     x = expect_scalar(ctx, x, node, f"conversion to {type_name(t)}")
+    if py is None:
+        py = x.py
     if isinstance(x.atom, ir.Const) and x.weak:
         v = x.atom.value
         if t.is_bool:
-            return ScalarV(ir.Const(bool(v), BOOL))
+            return ScalarV(ir.Const(bool(v), BOOL), py=py)
         if t.is_int:
             if isinstance(v, float):
                 if math.isnan(v) or math.isinf(v):
@@ -197,14 +218,14 @@ def convert(ctx, t: ScalarType, x: Value, node: cst.CSTNode) -> ScalarV:
                 v = int(v)          # truncates toward zero, as numpy does
             if not const_fits(int(v), t):
                 raise ctx.src.error(node, f"{const_text(v)} does not fit {type_name(t)}")
-            return ScalarV(ir.Const(int(v), t))
+            return ScalarV(ir.Const(int(v), t), py=py)
         if isinstance(v, int) and not isinstance(v, bool):
             try:
                 float(v)
             except OverflowError:
                 raise ctx.src.error(node, f"the constant {const_text(v)} is too large for "
                                           f"{type_name(t)}") from None
-        return ScalarV(ir.Const(const_value(v, t), t))
+        return ScalarV(ir.Const(const_value(v, t), t), py=py)
     if x.type is t:
-        return ScalarV(x.atom)
-    return ScalarV(ctx.b.bind1(ir.Convert(t, x.atom), "t", ctx.loc(node)))
+        return ScalarV(x.atom, py=py)
+    return ScalarV(ctx.b.bind1(ir.Convert(t, x.atom), "t", ctx.loc(node)), py=py)

@@ -18,6 +18,7 @@ from ..core.types import BOOL, I64, SArray, SRecord, SScalar, STuple, ArrayType
 from .coerce import coerce, harden
 from .prelude_common import PCall, describe, elem_rebuild, fresh_array, view_array
 from .prelude_scalars import extreme_const
+from .pynum import runtime_py
 from .prelude_soacs import nonneg
 from .values import ArrayV, ScalarV, TupleV, flatten_value, type_name, value_stype
 from ..core.types import flatten_stype
@@ -40,12 +41,15 @@ def lower_replicate(c: PCall):
 
 
 def lower_length(c: PCall):
+    """ps.length is a numpy i64; the builtin len a Python int (pynum.runtime_py)."""
     c.count(1, usage=f"{c.name}(xs)")
+    py = c.qualname == "builtins.len" and runtime_py()
     v = c.args[0]
-    if isinstance(v, TupleV):
-        return ScalarV(ir.Const(len(v.elems), I64))
+    if isinstance(v, TupleV):         # len of a tuple: a constant (a Python int)
+        n = len(v.elems)
+        return ScalarV(ir.Const(n, I64), py=frozenset((n,)) if c.qualname == "builtins.len" else False)
     xs = c.array(0)
-    return ScalarV(c.size(xs))
+    return ScalarV(c.size(xs), py=py)
 
 
 def _nonempty(c: PCall, xs: ArrayV, what: str, error: str) -> ir.Var:
@@ -61,7 +65,7 @@ def lower_head_last(c: PCall, last: bool):
     n = _nonempty(c, xs, c.name[3:], "IndexError")
     i = c.bind1(ir.BinOp("sub", n, ir.Const(1, I64)), "i") if last else ir.Const(0, I64)
     atoms = [c.bind1(ir.Index(p, (i,), wrap_negative=False), "x") for p in xs.parts]
-    return elem_rebuild(xs.stype.elem, atoms, xs)
+    return elem_rebuild(xs.stype.elem, atoms, xs)       # an element of a list: as it is there
 
 
 def _slice(c: PCall, xs: ArrayV, dim: ir.SliceDim) -> ArrayV:
@@ -186,7 +190,7 @@ def lower_update(c: PCall):
 def lower_array(c: PCall):
     c.count(1, usage="ps.array(xs)")
     xs = c.array(0, "a list or an array as its argument")
-    return dataclasses.replace(xs, from_list=False)
+    return dataclasses.replace(xs, from_list=False, py=())
 
 
 def lower_zip(c: PCall):
@@ -263,7 +267,12 @@ def lower_sum_product(c: PCall, op: str):
     xs, p = _numeric(c, c.name, False)
     t = p.type.elem
     ne = ir.Const((0.0 if op == "add" else 1.0) if t.is_float else (0 if op == "add" else 1), t)
-    return _reduce_with(c, xs, p, op, ne, c.size(xs))
+    res = _reduce_with(c, xs, p, op, ne, c.size(xs))
+    if c.qualname == "builtins.sum" and isinstance(res, ScalarV):
+        # Python's sum adds from the int 0: of a list of Python numbers it is
+        # one (and of an empty array the int 0, see pynum.runtime_py)
+        res = ScalarV(res.atom, py=bool(xs.part_py()[0]) or runtime_py())
+    return res
 
 
 def lower_extreme(c: PCall, op: str):
@@ -273,7 +282,10 @@ def lower_extreme(c: PCall, op: str):
     xs, p = _numeric(c, c.name, True)
     what = {"min": "minimum", "max": "maximum"}[op]
     n = _nonempty(c, xs, what, "ShapeError")
-    return _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)
+    res = _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)
+    if c.qualname.startswith("builtins.") and isinstance(res, ScalarV):
+        res = ScalarV(res.atom, py=xs.part_py()[0])     # Python's min/max give an element
+    return res
 
 
 def _arg_lambda(c: PCall, t, op: str) -> ir.Lambda:

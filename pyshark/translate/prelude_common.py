@@ -16,7 +16,7 @@ from ..core.types import BOOL, I64, SArray, SScalar, SType, flatten_stype
 from .coerce import coerce, harden
 from .ops import convert
 from .values import (ArrayV, FunV, ScalarV, TupleV, TypeArg, Value, flatten_value, new_buffer,
-                     rebuild_value, type_name, value_stype)
+                     or_py, py_flags, rebuild_value, type_name, value_stype, widen_py)
 
 
 def display_name(qualname: str) -> str:
@@ -167,7 +167,8 @@ class PCall:
 
     def lam(self, f: FunV, param_stypes: Sequence[SType], i_fun: int,
             ret: Optional[SType] = None, what: str = "", ctx=None,
-            pre_args: Sequence[Value] = (), strict: bool = True) -> tuple[ir.Lambda, SType]:
+            pre_args: Sequence[Value] = (), strict: bool = True,
+            param_py: Optional[Sequence[Optional[Sequence]]] = None) -> tuple[ir.Lambda, SType]:
         """A SOAC lambda applying f to values of param_stypes.
 
         With `ret`, f's result is coerced to it: strictly by default (a weak
@@ -176,14 +177,18 @@ class PCall:
         (where Python mode stores the result into an array, which converts
         it). Without `ret`, weak results take their default type, as Python
         mode's `collect` gives them. `pre_args` are values passed before the
-        lambda's own parameters (tabulate_2d)."""
+        lambda's own parameters (tabulate_2d). `param_py` gives the PyInfos
+        of each parameter (None: numpy values), the elements of a list of
+        Python numbers for instance (values.py, pynum.py); `self.result_py`
+        is left with the PyInfos of f's result."""
         sub = (ctx or self.ctx).nested()
         params: list[ir.Var] = []
         args = list(pre_args)
-        for st in param_stypes:
+        for k, st in enumerate(param_stypes):
             ps_ = [sub.b.var(t, "x") for t in flatten_stype(st)]
             params += ps_
-            args.append(rebuild_value(st, ps_))
+            flags = param_py[k] if param_py is not None else None
+            args.append(rebuild_value(st, ps_, py=flags))
         res = f.apply(sub, args, self.node)
         if not isinstance(res, (ScalarV, TupleV, ArrayV)):
             raise self.error(i_fun, f"the function passed to {self.name} must return a value, "
@@ -193,14 +198,31 @@ class PCall:
                          what=what or f"the result of the function passed to {self.name}")
         else:
             res = harden(res, self.src, self.arg_node(i_fun))
+        self.result_py = py_flags(res)
         atoms = flatten_value(res)
         lam = ir.Lambda(tuple(params), sub.b.body(atoms), tuple(a.type for a in atoms))
         return lam, value_stype(res)
 
-    def pred_lam(self, f: FunV, param_stypes: Sequence[SType], i_fun: int) -> ir.Lambda:
+    def pred_lam(self, f: FunV, param_stypes: Sequence[SType], i_fun: int,
+                 param_py=None) -> ir.Lambda:
         lam, _ = self.lam(f, param_stypes, i_fun, ret=SScalar(BOOL),
-                          what=f"the predicate passed to {self.name}")
+                          what=f"the predicate passed to {self.name}", param_py=param_py)
         return lam
+
+    def operator_lam(self, f: FunV, st: SType, i_fun: int, acc_py: Sequence,
+                     x_py: Sequence, **kw) -> tuple[ir.Lambda, tuple]:
+        """The lambda of a reduction operator f(acc, x) whose accumulator
+        starts with PyInfos acc_py and then holds f's results, and the
+        accumulator's PyInfos (a fixed point: a result that may be a Python
+        number makes the accumulator one on the next call; growing value
+        sets are widened, so it ends)."""
+        acc = tuple(acc_py)
+        while True:
+            lam, _ = self.lam(f, [st, st], i_fun, param_py=[acc, x_py], **kw)
+            more = widen_py(acc, or_py(acc, self.result_py))
+            if more == acc:
+                return lam, acc
+            acc = more
 
 
 def fresh_array(st: SArray, parts: Sequence[ir.Var]) -> ArrayV:
@@ -216,8 +238,9 @@ def view_array(st: SArray, parts: Sequence[ir.Var], of: ArrayV) -> ArrayV:
 
 
 def elem_rebuild(st: SType, atoms: Sequence[ir.Atom], of: ArrayV) -> Value:
-    """An element of `of` (a row of a 2-D array aliases it, never owned)."""
-    return rebuild_value(st, atoms, -abs(of.buffer))
+    """An element of `of` (a row of a 2-D array aliases it, never owned); an
+    element of a list may be a Python number where the list holds them."""
+    return rebuild_value(st, atoms, -abs(of.buffer), py=of.part_py())
 
 
 def bool_lambda(ctx, op: str) -> ir.Lambda:

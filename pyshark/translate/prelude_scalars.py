@@ -18,7 +18,8 @@ from ..core.types import BOOL, F64, I64, SScalar, ScalarType
 from .coerce import harden, python_kind
 from .ops import FLOAT_UNOPS, binop, convert, unop
 from .prelude_common import PCall, describe
-from .values import ArrayV, ScalarV, TypeArg, type_name, weak
+from .pynum import check_conversion, conversion_py, runtime_py
+from .values import ArrayV, ScalarV, TypeArg, py_join, type_name, weak
 
 CONVERSIONS = {t.value: t for t in ScalarType if t is not BOOL}
 BUILTIN_CONVERSIONS = {"int": I64, "float": F64, "bool": BOOL}
@@ -35,7 +36,15 @@ def lower_conversion(c: PCall, t: ScalarType):
         raise c.error(0, f"{c.name}(...) converts a scalar, not {describe(v)}",
                       hint=f"convert element by element: ps.map(lambda x: {c.name}(x), xs)")
     x = c.scalar(0)
-    return convert(c.ctx, t, x, c.arg_node(0))
+    builtin = c.qualname.startswith("builtins.")
+    if not builtin:
+        check_conversion(c.ctx, x, t, c.arg_node(0), c.name)
+    # int(x), float(x), bool(x) give Python numbers (of a constant, or of a
+    # numpy value: pynum.runtime_py); ps.f32(x) a numpy scalar
+    py = False
+    if builtin:
+        py = conversion_py(t, x.py) if x.py else runtime_py()
+    return convert(c.ctx, t, x, c.arg_node(0), py=py)
 
 
 def lower_math_unary(c: PCall, op: str):
@@ -131,7 +140,10 @@ def lower_builtin_minmax(c: PCall, op: str):
     for v in fixed[1:]:
         better = c.bind1(ir.BinOp(cmp, v.atom, acc), "better")
         acc = c.bind1(ir.Select(better, v.atom, acc), op)
-    return ScalarV(acc)
+    py = False
+    for v in fixed:
+        py = py_join(py, v.py)
+    return ScalarV(acc, py=py)          # one of the arguments
 
 
 def lower_builtin_abs(c: PCall):

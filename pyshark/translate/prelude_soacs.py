@@ -10,7 +10,8 @@ from ..core import ir
 from ..core.types import BOOL, I64, SArray, SScalar, ScalarType, flatten_stype
 from .coerce import coerce, harden
 from .prelude_common import PCall, bool_lambda, describe, elem_rebuild, fresh_array
-from .values import ScalarV, flatten_value, rebuild_value, type_name, value_stype
+from .values import (ScalarV, flatten_value, or_py, py_flags, rebuild_value, type_name, value_stype,
+                     widen_py)
 
 
 def lower_map(c: PCall):
@@ -18,7 +19,8 @@ def lower_map(c: PCall):
     arrs = [c.array(i, "arrays after the function") for i in range(1, len(c.args))]
     f = c.fun(0, len(arrs))
     n = c.same_length(arrs, "map")
-    lam, rst = c.lam(f, [a.stype.elem for a in arrs], 0)
+    # Python mode calls f on the elements as they are: Python numbers from a list of them
+    lam, rst = c.lam(f, [a.stype.elem for a in arrs], 0, param_py=[a.part_py() for a in arrs])
     parts = c.bind(ir.Map(n, lam, tuple(p for a in arrs for p in a.parts)), "map")
     return fresh_array(SArray(rst), parts)
 
@@ -29,24 +31,26 @@ def _neutral(c: PCall, i: int, st):
 
 
 def _operator_args(c: PCall, usage: str):
-    """reduce/scan(op, ne, xs): the element type, neutral, width and operator lambda."""
+    """reduce/scan(op, ne, xs): the element type, neutral, width, operator
+    lambda and the accumulator's py flags (Python mode converts the neutral
+    element to the element type; the accumulator then holds op's results)."""
     c.count(3, usage=usage)
     f = c.fun(0, 2)
     xs = c.array(2)
     st = xs.stype.elem
     ne = _neutral(c, 1, st)
-    lam, _ = c.lam(f, [st, st], 0, ret=st)
-    return xs, st, tuple(flatten_value(ne)), c.size(xs), lam
+    lam, acc_py = c.operator_lam(f, st, 0, [False] * len(xs.parts), xs.part_py(), ret=st)
+    return xs, st, tuple(flatten_value(ne)), c.size(xs), lam, acc_py
 
 
 def lower_reduce(c: PCall, commutative: bool):
-    xs, st, ne, n, lam = _operator_args(c, f"{c.name}(op, ne, xs)")
+    xs, st, ne, n, lam, acc_py = _operator_args(c, f"{c.name}(op, ne, xs)")
     res = c.bind(ir.Reduce(n, lam, ne, xs.parts, commutative), "red")
-    return rebuild_value(st, res)
+    return rebuild_value(st, res, py=acc_py)
 
 
 def lower_scan(c: PCall):
-    xs, st, ne, n, lam = _operator_args(c, "ps.scan(op, ne, xs)")
+    xs, st, ne, n, lam, _ = _operator_args(c, "ps.scan(op, ne, xs)")
     parts = c.bind(ir.Scan(n, lam, ne, xs.parts), "scan")
     return fresh_array(SArray(st), parts)
 
@@ -119,7 +123,8 @@ def lower_reduce_by_index(c: PCall):
     vals = _values_like(c, 4, dest, "values")
     idxs_v = c.args[3]
     n = c.same_length([idxs_v, vals], "reduce_by_index")
-    lam, _ = c.lam(f, [st, st], 1, ret=st, strict=False)     # stored into dest: numpy converts
+    lam, _ = c.lam(f, [st, st], 1, ret=st, strict=False,     # stored into dest: numpy converts
+                   param_py=[None, vals.part_py()])
     parts = c.bind(ir.ReduceByIndex(n, dest.parts, lam, tuple(flatten_value(ne)), idx, vals.parts),
                    "hist")
     return fresh_array(dest.stype, parts)
@@ -141,7 +146,7 @@ def lower_all_any(c: PCall, op: str):
     f = c.fun(0, 1)
     xs = c.array(1)
     n = c.size(xs)
-    lam = c.pred_lam(f, [xs.stype.elem], 0)
+    lam = c.pred_lam(f, [xs.stype.elem], 0, param_py=[xs.part_py()])
     (flags,) = c.bind(ir.Map(n, lam, xs.parts), "flags")
     ne = ir.Const(op == "land", BOOL)
     (r,) = c.bind(ir.Reduce(n, bool_lambda(c.ctx, op), (ne,), (flags,), True), op)
@@ -150,7 +155,9 @@ def lower_all_any(c: PCall, op: str):
 
 def lower_fold(c: PCall, right: bool):
     """A sequential ForLoop over xs; the accumulator's type is the initial
-    value's (a weak one at its default type) and f's result is coerced to it."""
+    value's (a weak one at its default type) and f's result is coerced to it.
+    Python mode passes the initial value as it is, so the accumulator may be
+    a Python number where it or f's result may be (a fixed point)."""
     c.count(3, usage=f"{c.name}(f, acc, xs)")
     f = c.fun(0, 2)
     acc0 = harden(c.value(1), c.src, c.arg_node(1))
@@ -158,19 +165,25 @@ def lower_fold(c: PCall, right: bool):
     ast, st = value_stype(acc0), xs.stype.elem
     n = c.size(xs)
     last = c.bind1(ir.BinOp("sub", n, ir.Const(1, I64)), "last") if right else None
-    sub = c.ctx.nested()
-    params = [sub.b.var(t, "acc") for t in flatten_stype(ast)]
-    i = sub.b.var(I64, "i")
-    k = sub.b.bind1(ir.BinOp("sub", last, i), "k", c.loc) if right else i
-    x_atoms = [sub.b.bind1(ir.Index(p, (k,), wrap_negative=False), "x", c.loc) for p in xs.parts]
-    xv = elem_rebuild(st, x_atoms, xs)
-    accv = rebuild_value(ast, params)
-    res = f.apply(sub, [xv, accv] if right else [accv, xv], c.node)
-    res = coerce(res, ast, c.src, c.arg_node(0), strict=True,
-                 what=f"the result of the function passed to {c.name} (the accumulator)")
+    acc_py = py_flags(acc0)
+    while True:
+        sub = c.ctx.nested()
+        params = [sub.b.var(t, "acc") for t in flatten_stype(ast)]
+        i = sub.b.var(I64, "i")
+        k = sub.b.bind1(ir.BinOp("sub", last, i), "k", c.loc) if right else i
+        x_atoms = [sub.b.bind1(ir.Index(p, (k,), wrap_negative=False), "x", c.loc) for p in xs.parts]
+        xv = elem_rebuild(st, x_atoms, xs)
+        accv = rebuild_value(ast, params, py=acc_py)
+        res = f.apply(sub, [xv, accv] if right else [accv, xv], c.node)
+        res = coerce(res, ast, c.src, c.arg_node(0), strict=True,
+                     what=f"the result of the function passed to {c.name} (the accumulator)")
+        more = widen_py(acc_py, or_py(acc_py, py_flags(res)))
+        if more == acc_py:
+            break
+        acc_py = more
     body = sub.b.body(flatten_value(res))
     out = c.bind(ir.Loop(tuple(params), tuple(flatten_value(acc0)), ir.ForLoop(i, n), body), "acc")
-    return rebuild_value(ast, out)
+    return rebuild_value(ast, out, py=acc_py)
 
 
 def _iota(c: PCall, i: int, check_negative: bool):

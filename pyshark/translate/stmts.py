@@ -20,7 +20,8 @@ from .coerce import ConstantRangeError, coerce, weak_retyped
 from .context import Ctx, LocalDef, Unbound, array_buffers
 from .exprs import FUNCTION_NOT_VALUE, merged_meta, translate_condition, translate_expr
 from .unify import merge_branches
-from .values import ArrayV, ScalarV, TupleV, Value, flatten_value, rebuild_value, type_name, value_stype
+from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, or_py, py_flags, rebuild_value,
+                     type_name, value_stype)
 
 
 def block_stmts(block) -> list:
@@ -368,7 +369,8 @@ def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st) -> None:
     atoms = flatten_value(v)
     parts = tuple(ctx.b.bind1(ir.Update(p, tuple(idxs), a), name, ctx.loc(st))
                   for p, a in zip(arr.parts, atoms))
-    bind_name(ctx, base, ArrayV(arr.stype, parts, arr.buffer, arr.from_list), verb="updating")
+    py = or_py(arr.part_py(), py_flags(v)) if arr.from_list else arr.py
+    bind_name(ctx, base, ArrayV(arr.stype, parts, arr.buffer, arr.from_list, py), verb="updating")
 
 
 # ---------------------------------------------------------------------------

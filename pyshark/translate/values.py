@@ -19,13 +19,55 @@ from ..core.types import (
 )
 
 
+# PyInfo: what is known about an atom being a plain Python number in Python
+# mode: False (a numpy value), True (may be a Python number), or a non-empty
+# frozenset (may be a Python number, and then one of these values).
+MAX_PY_VALUES = 16
+
+
+def py_join(a, b):
+    """The PyInfo of a value that is either a or b."""
+    if not a:
+        return b
+    if not b:
+        return a
+    if a is True or b is True:
+        return True
+    u = a | b
+    return u if len(u) <= MAX_PY_VALUES else True
+
+
+def py_widen(old, new):
+    """new (which includes old) for a loop's next try: a set that grows
+    becomes True, so that the retries end."""
+    if new == old or not old:
+        return new
+    return True
+
+
+def py_values(info):
+    """The possible Python values of a PyInfo, or None when unknown."""
+    return info if isinstance(info, frozenset) else None
+
+
 @dataclass(frozen=True)
 class ScalarV:
     """A scalar. A weak scalar is a compile-time constant whose type is still
     open: `atom` is then a Const of its default type (i64, f64 or bool) and
-    the constant takes the type of a typed operand it meets."""
+    the constant takes the type of a typed operand it meets.
+
+    `py` (a PyInfo): whether in Python mode the value may be a plain Python
+    number (int, float or bool) rather than a numpy scalar: a constant
+    (weak, or fixed at its type), or a value computed only from constants
+    (see pynum.py). Where Python's arithmetic differs from numpy's, an
+    operation on two such values is rejected. A weak value is its constant."""
     atom: ir.Atom
     weak: bool = False
+    py: object = False
+
+    def __post_init__(self):
+        if self.weak:
+            object.__setattr__(self, "py", frozenset((self.atom.value,)))
 
     @property
     def stype(self) -> SScalar:
@@ -66,11 +108,22 @@ class ArrayV:
     0 means not owned by this function (a parameter, a slice of one, a module
     constant); names bound to the same non-zero buffer alias each other.
     `from_list` marks array literals and comprehensions, which are Python
-    lists in Python mode (so `a[i, j]` is not allowed on them)."""
+    lists in Python mode (so `a[i, j]` is not allowed on them). `py`, one
+    PyInfo per part (empty: all False), marks a list whose elements may be
+    plain Python numbers in that component (see ScalarV.py)."""
     stype: SArray
     parts: tuple[ir.Var, ...]
     buffer: int = 0
     from_list: bool = False
+    py: tuple = ()
+
+    def __post_init__(self):
+        if self.py and not any(self.py):
+            object.__setattr__(self, "py", ())
+
+    def part_py(self) -> tuple:
+        """The PyInfo of every part."""
+        return self.py if self.py else (False,) * len(self.parts)
 
     @property
     def rank(self) -> int:
@@ -130,30 +183,86 @@ def flatten_value(v: Value) -> list[ir.Atom]:
     raise TypeError(f"not a value: {v!r}")
 
 
-def rebuild_value(st: SType, atoms: Sequence[ir.Atom], buffer: int = 0) -> Value:
-    """Inverse of flatten_value: a value of surface type st from its atoms."""
+def rebuild_value(st: SType, atoms: Sequence[ir.Atom], buffer: int = 0,
+                  py: Optional[Sequence] = None) -> Value:
+    """Inverse of flatten_value: a value of surface type st from its atoms;
+    `py` gives the PyInfos of the atoms (py_flags order), else all False."""
     atoms = list(atoms)
-    value, rest = _rebuild(st, atoms, buffer)
+    flags = list(py) if py is not None else [False] * len(atoms)
+    assert len(flags) == len(atoms), "one py flag per atom"
+    value, rest, _ = _rebuild(st, atoms, buffer, flags)
     assert not rest, f"{len(rest)} atoms left over rebuilding {st!r}"
     return value
 
 
-def _rebuild(st: SType, atoms: list[ir.Atom], buffer: int):
+def _rebuild(st: SType, atoms: list[ir.Atom], buffer: int, flags: list):
     if isinstance(st, SScalar):
-        return ScalarV(atoms[0]), atoms[1:]
+        return ScalarV(atoms[0], py=flags[0]), atoms[1:], flags[1:]
     if isinstance(st, SArray):
         n = len(flatten_stype(st))
         parts = tuple(atoms[:n])
         assert all(isinstance(p, ir.Var) for p in parts), "array parts must be Vars"
-        return ArrayV(st, parts, buffer), atoms[n:]
+        return ArrayV(st, parts, buffer, py=tuple(flags[:n])), atoms[n:], flags[n:]
     if isinstance(st, (STuple, SRecord)):
         elem_types = st.elems if isinstance(st, STuple) else st.field_types
         elems = []
         for et in elem_types:
-            e, atoms = _rebuild(et, atoms, buffer)
+            e, atoms, flags = _rebuild(et, atoms, buffer, flags)
             elems.append(e)
-        return TupleV(tuple(elems), st if isinstance(st, SRecord) else None), atoms
+        return TupleV(tuple(elems), st if isinstance(st, SRecord) else None), atoms, flags
     raise TypeError(f"not a surface type: {st!r}")
+
+
+def py_flags(v: Value) -> tuple:
+    """The PyInfo of each atom of v (flatten_value order): a scalar's own,
+    an array's per part (ScalarV.py, ArrayV.py)."""
+    if isinstance(v, ScalarV):
+        return (v.py,)
+    if isinstance(v, TupleV):
+        return tuple(f for e in v.elems for f in py_flags(e))
+    if isinstance(v, ArrayV):
+        return v.part_py()
+    raise TypeError(f"not a value: {v!r}")
+
+
+def with_py(v: Value, flags: Sequence) -> Value:
+    """v with the PyInfos `flags` (py_flags order); weak scalars stay as they are."""
+    out, rest = _with_py(v, list(flags))
+    assert not rest, "one py flag per atom"
+    return out
+
+
+def _with_py(v: Value, flags: list):
+    if isinstance(v, ScalarV):
+        if v.weak or v.py == flags[0]:
+            return v, flags[1:]
+        return ScalarV(v.atom, v.weak, flags[0]), flags[1:]
+    if isinstance(v, TupleV):
+        elems = []
+        for e in v.elems:
+            e, flags = _with_py(e, flags)
+            elems.append(e)
+        return TupleV(tuple(elems), v.record), flags
+    if isinstance(v, ArrayV):
+        n = len(v.parts)
+        return ArrayV(v.stype, v.parts, v.buffer, v.from_list, tuple(flags[:n])), flags[n:]
+    raise TypeError(f"not a value: {v!r}")
+
+
+def or_py(*flag_lists: Sequence) -> tuple:
+    """Element-wise py_join of several PyInfo tuples of one length."""
+    out = []
+    for fs in zip(*flag_lists):
+        acc = False
+        for f in fs:
+            acc = py_join(acc, f)
+        out.append(acc)
+    return tuple(out)
+
+
+def widen_py(old: Sequence, new: Sequence) -> tuple:
+    """Element-wise py_widen (loops and accumulators)."""
+    return tuple(py_widen(o, n) for o, n in zip(old, new))
 
 
 def weak_default_type(value) -> ScalarType:
@@ -166,7 +275,7 @@ def weak_default_type(value) -> ScalarType:
 
 
 def weak(value) -> ScalarV:
-    """A weak constant (a literal, or arithmetic among literals)."""
+    """A weak constant (a literal, or arithmetic among literals); py too."""
     if isinstance(value, bool):
         return ScalarV(ir.Const(value, BOOL), weak=True)
     if isinstance(value, int):
