@@ -193,7 +193,7 @@ def test_no_device_means_not_available(tmp_path):
             "print('opencl' in available_backends())")
     env = dict(os.environ, PYOPENCL_CTX="57")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                       timeout=120)
+                       timeout=120, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "False"
 
