@@ -172,7 +172,7 @@ def run_case(bench, size, targets, opts, progress) -> list[dict]:
             if target.name != REFERENCE and REFERENCE in [t.name for t in targets]:
                 row["note"] = f"reference ({REFERENCE} did not run)"
         else:
-            problem = compare(out, reference, bench.rtol, bench.atol)
+            problem = compare(out, reference, *bench.tolerance(size))
             if problem:
                 row.update(status="mismatch", note=f"differs from {ref_name}: {problem}")
                 progress.update(1)

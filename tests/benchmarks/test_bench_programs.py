@@ -45,7 +45,7 @@ def test_backend_agrees_with_numpy(bench, backend, reference):
     args, want = reference(bench)
     w = testing.compiled_wrapper(bench.path, backend)
     got = w.invoke(bench.entry, *args)
-    problem = compare(got, want, bench.rtol, bench.atol)
+    problem = compare(got, want, *bench.tolerance(SMALLEST))
     assert problem is None, f"{bench.name} on {backend}: {problem}"
 
 
@@ -54,7 +54,8 @@ def test_numba_agrees_with_numpy(bench, reference):
     pytest.importorskip("numba")
     from benchmarks.peers import numba_peers
     args, want = reference(bench)
-    problem = compare(getattr(numba_peers, bench.entry)(*args), want, bench.rtol, bench.atol)
+    problem = compare(getattr(numba_peers, bench.entry)(*args), want,
+                      *bench.tolerance(SMALLEST))
     assert problem is None, f"{bench.name} on numba: {problem}"
 
 
