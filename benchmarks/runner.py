@@ -56,7 +56,8 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--smoke", action="store_true", help="the CI smoke test: --check-only at "
                    "the smallest size, no compile report, no chart")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
-                   help="wait up to this long for the machine to become idle")
+                   help="wait up to this long for the machine to become idle, at the start "
+                   "and again before timing each program and size")
     p.add_argument("--no-compile-report", action="store_true",
                    help="skip the compile-time and overhead report")
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
@@ -180,6 +181,8 @@ def run_case(bench, size, targets, opts, progress) -> list[dict]:
         row["checked_against"] = ref_name
         ready.append((row, call, last))
     ready.sort(key=lambda x: rows.index(x[0]))
+    if ready and opts.wait_idle and not opts.check_only:
+        machine.wait_until_idle(opts.wait_idle, say=progress.write)
     for row, call, estimate in ready:
         if not opts.check_only:
             progress.set_postfix_str(f"{bench.name}/{size} {row['target']} (time)")
