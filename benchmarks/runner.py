@@ -57,7 +57,7 @@ def make_parser() -> argparse.ArgumentParser:
                    "the smallest size, no compile report, no chart")
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                    help="wait up to this long for the machine to become idle, at the start "
-                   "and again before timing each program and size")
+                   "and again before timing each program and size (until a wait fails)")
     p.add_argument("--no-compile-report", action="store_true",
                    help="skip the compile-time and overhead report")
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
@@ -182,7 +182,10 @@ def run_case(bench, size, targets, opts, progress) -> list[dict]:
         ready.append((row, call, last))
     ready.sort(key=lambda x: rows.index(x[0]))
     if ready and opts.wait_idle and not opts.check_only:
-        machine.wait_until_idle(opts.wait_idle, say=progress.write)
+        idle, text = machine.wait_until_idle(opts.wait_idle, say=progress.write)
+        if not idle:        # the machine is shared for good: stop waiting, say so
+            opts.wait_idle = 0.0
+            progress.write(f"gave up waiting for an idle machine ({text}); timing anyway")
     for row, call, estimate in ready:
         if not opts.check_only:
             progress.set_postfix_str(f"{bench.name}/{size} {row['target']} (time)")
@@ -273,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     idle, idle_text = (machine.wait_until_idle(opts.wait_idle) if opts.wait_idle
                        else machine.idle_check())
     if not idle:
+        opts.wait_idle = 0.0
         print(f"WARNING: the machine is not idle ({idle_text}); timings will be unreliable",
               file=sys.stderr)
     info = {"machine": machine.describe(), "idle_at_start": {"idle": idle, "text": idle_text},
