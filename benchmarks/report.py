@@ -147,8 +147,14 @@ def compile_text(compile_rows) -> list[str]:
         out.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
         if k == 0:
             out.append("  " + "  ".join("-" * w for w in widths))
-    notes = {c["note"] for c in compile_rows if c.get("note")}
-    return out + [f"  note: {n}" for n in sorted(notes)]
+    return out + [f"  note: {n}" for n in compile_notes(compile_rows)]
+
+
+def compile_notes(compile_rows) -> list[str]:
+    notes = sorted({c["note"] for c in compile_rows if c.get("note")})
+    return notes + [f"{c['target']}: the new process took {fmt_time(c['process_s'])} in all "
+                    f"(interpreter start, imports, loads)"
+                    for c in compile_rows if c.get("process_s")]
 
 
 def _md_table(head, body) -> list[str]:
@@ -193,8 +199,7 @@ def markdown_report(info, rows, compile_rows) -> str:
                            [[c["target"], c["program"], fmt_time(c.get("cold_s")),
                              fmt_time(c.get("cached_load_s")), fmt_time(c.get("call_s"))]
                             for c in compile_rows])
-        notes = sorted({c["note"] for c in compile_rows if c.get("note")})
-        lines += [""] + [f"- {n}" for n in notes]
+        lines += [""] + [f"- {n}" for n in compile_notes(compile_rows)]
     return "\n".join(lines) + "\n"
 
 
