@@ -234,6 +234,7 @@ def chart(rows, path) -> str | None:
                 ax.bar(xs, ys, width, label=t, color=colours(k % 10))
         ax.axhline(1.0, color="black", linewidth=0.8)
         ax.set_yscale("log")
+        ax.set_ylim(bottom=min(0.5, 0.8 * min(r["ratio"] for r in here)))   # a 1x bar shows
         ax.set_xticks(range(len(programs)))
         ax.set_xticklabels(programs, rotation=20, ha="right", fontsize=8)
         ax.set_ylabel("time / best peer")
