@@ -1,8 +1,9 @@
-"""The `pyshark` command: test, show, build.
+"""The `pyshark` command: test, show, build, bench.
 
     pyshark test PATH [--backend B ...]     run embedded/JSON test cases
     pyshark show module.py --ir core        print the core IR of a module
     pyshark build module.py [--backend B] [-o OUT]
+    pyshark bench [OPTIONS]                 the benchmark suite (benchmarks/, a source checkout)
 
 Exit status: 0 success, 1 failing tests or a compile error, 2 usage errors
 (including a backend that is not built yet).
@@ -141,6 +142,18 @@ def cmd_build(args) -> int:
     return 0
 
 
+def cmd_bench(argv: list[str]) -> int:
+    """Hands every argument to benchmarks.runner (it lives beside the package, not in it)."""
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks" / "runner.py").is_file():
+        print("pyshark bench: the benchmarks/ folder of a source checkout is needed "
+              "(pip install -e '.[bench]' from the repository)", file=sys.stderr)
+        return 2
+    sys.path.insert(0, str(root))
+    from benchmarks.runner import main as bench_main
+    return bench_main(argv)
+
+
 def make_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pyshark", description="PyShark: data-parallel kernels "
                                 "in plain Python.")
@@ -175,10 +188,16 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--fastmath", action="store_true", help="allow FMA contraction and "
                    "reassociation")
     b.set_defaults(func=cmd_build)
+
+    # listed for --help only: main() hands `bench ...` to the benchmark runner
+    sub.add_parser("bench", add_help=False, help="run the benchmark suite (pyshark bench --help)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"]:
+        return cmd_bench(argv[1:])
     args = make_parser().parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,142 @@
+"""Compile time and call overhead, per backend: what a user waits for before the first result.
+
+For each PyShark backend and program: a cold compile into an empty cache
+(in this process, after the compiler's own imports were paid on the
+trivial module `programs/overhead.py`), a cached load in a new Python
+process (as a second run of a script would see it), and the time of one
+call of the trivial entry `add_one` through the Wrapper. For comparison:
+Numba's first call of each program at its smallest size (its compile),
+the call of a trivial @njit function, and of a plain Python function.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .suite import PROGRAMS_DIR, SIZES
+from .timing import first_calls, measure
+
+OVERHEAD = PROGRAMS_DIR / "overhead.py"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _compile(backend: str, path: Path, cache: str):
+    from pyshark import Wrapper
+    w = Wrapper(backend, cache_dir=cache)
+    w.add_source_file(path)
+    t0 = time.perf_counter()
+    w.compile_and_load()
+    return w, time.perf_counter() - t0
+
+
+def _call_time(call) -> float:
+    _, _, est = first_calls(call, 3)
+    return measure(call, est, repeats=5, min_sample=0.05).median
+
+
+def _load_in_new_process(backend: str, cache: str, paths: list[Path]) -> tuple[dict, float]:
+    """{path: (seconds, from cache)} measured in a fresh interpreter, and its total wall time."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
+                                                                     os.environ.get("PYTHONPATH")])))
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "benchmarks.compile_report", backend, cache,
+                           *map(str, paths)], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=600)
+    total = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise RuntimeError(f"the loading process failed: {done.stderr.strip()[-500:]}")
+    return {Path(p): tuple(v) for p, v in json.loads(done.stdout).items()}, total
+
+
+def compile_report(backends: list[str], benches, rows) -> list[dict]:
+    modules = list(dict.fromkeys(b.path for b in benches))
+    report = []
+    for backend in backends:
+        cache = tempfile.mkdtemp(prefix=f"pyshark-bench-{backend}-")
+        try:
+            entries = []
+            for path in [OVERHEAD] + modules:
+                try:
+                    w, cold = _compile(backend, path, cache)
+                except Exception as exc:
+                    entries.append({"target": f"ps.{backend}", "program": path.stem,
+                                    "note": f"{path.stem} does not compile on {backend}: "
+                                            f"{type(exc).__name__}"})
+                    continue
+                entry = {"target": f"ps.{backend}", "program": path.stem, "cold_s": cold}
+                if path == OVERHEAD:
+                    entry["call_s"] = _call_time(lambda: w.add_one(1))
+                    entry["note"] = ("the first cold compile and the first load of a process "
+                                     "(overhead) also import the compiler")
+                entries.append(entry)
+            try:
+                loads, total = _load_in_new_process(
+                    backend, cache, [OVERHEAD] + [m for m in modules
+                                                  if any(e.get("cold_s") and e["program"] == m.stem
+                                                         for e in entries)])
+                for e in entries:
+                    hit = loads.get(PROGRAMS_DIR / f"{e['program']}.py")
+                    if hit:
+                        e["cached_load_s"] = hit[0]
+                        if not hit[1]:
+                            e["note"] = "the new process compiled again (not a cache hit)"
+                entries[0]["process_s"] = total
+            except (RuntimeError, subprocess.TimeoutExpired) as exc:
+                entries[0]["note"] = str(exc)
+            report += entries
+        finally:
+            shutil.rmtree(cache, ignore_errors=True)
+    return report + _peer_reference(rows)
+
+
+def _peer_reference(rows) -> list[dict]:
+    out = []
+    firsts = {}
+    for r in rows:
+        if r["target"] == "numba" and r.get("first_call_s") is not None:
+            k = r["program"]
+            if k not in firsts or SIZES.index(r["size"]) < SIZES.index(firsts[k]["size"]):
+                firsts[k] = r
+    for k, r in firsts.items():
+        out.append({"target": "numba", "program": k, "cold_s": r["first_call_s"],
+                    "note": "numba: cold compile = the first call at the smallest size run"})
+    try:
+        from numba import njit
+
+        @njit
+        def add_one(x):
+            return x + 1
+
+        t0 = time.perf_counter()
+        add_one(1)
+        out.append({"target": "numba", "program": "overhead", "cold_s": time.perf_counter() - t0,
+                    "call_s": _call_time(lambda: add_one(1))})
+    except ImportError:
+        pass
+
+    def add_one_py(x):
+        return x + 1
+
+    out.append({"target": "python function", "program": "overhead",
+                "call_s": _call_time(lambda: add_one_py(1))})
+    return out
+
+
+def _child(argv: list[str]) -> None:
+    """In the new process: load each module from the cache, print {path: [s, hit]}."""
+    backend, cache, *paths = argv
+    result = {}
+    for p in paths:
+        w, seconds = _compile(backend, Path(p), cache)
+        result[p] = [seconds, bool(w.loaded_from_cache)]
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1:])

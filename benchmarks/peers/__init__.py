@@ -1,0 +1,27 @@
+"""Peers: each benchmark written as a user of NumPy, Numba or CuPy would write it.
+
+Every peer module defines one function per benchmark, named after it and
+taking the same arguments as the PyShark entry (NumPy arrays and scalars).
+A peer whose library does not import is skipped with a note; the runner
+imports them through `load_peers`.
+"""
+from __future__ import annotations
+
+import importlib
+
+#: peer name -> module (fastest-to-write first; the order of the table columns)
+PEER_MODULES = {
+    "numpy": "benchmarks.peers.numpy_peers",
+    "numba": "benchmarks.peers.numba_peers",
+    "cupy": "benchmarks.peers.cupy_peers",
+}
+
+
+def load_peer(name: str):
+    """(module, None) when the peer imports here, else (None, why not)."""
+    try:
+        return importlib.import_module(PEER_MODULES[name]), None
+    except ImportError as exc:
+        return None, f"{name} does not import ({exc})"
+    except Exception as exc:          # e.g. CuPy present but no GPU or driver
+        return None, f"{name} cannot run here ({type(exc).__name__}: {exc})"

@@ -1,0 +1,246 @@
+"""Turning timed rows into numbers people compare: rates, ratios, tables, a chart.
+
+A row is one program at one size on one target (see runner.run_case). The
+ratio is the row's median time over the best peer's at the same program
+and size (below 1: faster than every peer). GB/s counts the bytes the
+program must move at least once; GFLOP/s the floating-point operations of
+its usual count; % copy compares a streaming kernel's GB/s with the
+machine's measured copy bandwidth.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+STATUS_TEXT = {"skipped": "skipped", "error": "ERROR", "mismatch": "MISMATCH"}
+
+
+def add_rates(rows, bench, size, reference) -> None:
+    params = bench.sizes[size]
+    for row in rows:
+        row["streaming"] = bench.streaming
+        t = row.get("median")
+        if not t:
+            continue
+        if bench.nbytes:
+            row["gbs"] = bench.nbytes(params) / t / 1e9
+        if bench.flops and reference is not None:
+            row["gflops"] = bench.flops(params, reference) / t / 1e9
+
+
+def add_ratios(rows, copy_gbs: float | None) -> None:
+    best = {}
+    for r in rows:
+        if r["kind"] == "peer" and r.get("median"):
+            key = (r["program"], r["size"])
+            if key not in best or r["median"] < best[key][0]:
+                best[key] = (r["median"], r["target"])
+    for r in rows:
+        key = (r["program"], r["size"])
+        if r.get("median") and key in best:
+            r["ratio"] = r["median"] / best[key][0]
+            r["best_peer"] = best[key][1]
+        if copy_gbs and r.get("gbs") and r.get("streaming"):
+            r["pct_copy"] = 100.0 * r["gbs"] / copy_gbs
+
+
+def fmt_time(t: float | None) -> str:
+    if t is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t / 1e-9:.3g} ns"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if not r:
+        return "-"
+    return f"{r:,.0f}x" if r >= 100 else f"{r:.3g}x"
+
+
+def _num(v, digits=3) -> str:
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
+def _cells(r) -> list[str]:
+    if r["status"] != "ok" or r.get("median") is None:
+        status = STATUS_TEXT.get(r["status"], "checked" if r["status"] == "ok" else r["status"])
+        return [status, "", "", "", "", ""]
+    return [fmt_time(r["median"]), f"{100 * r['spread']:.0f}%", fmt_ratio(r.get("ratio")),
+            _num(r.get("gbs")),
+            _num(r.get("pct_copy"), 2), _num(r.get("gflops"))]
+
+
+HEADER = ["program", "size", "target", "median", "spread", "vs best peer", "GB/s", "% copy",
+          "GFLOP/s"]
+
+
+def _table_rows(rows):
+    out = []
+    for r in rows:
+        out.append([r["program"], f"{r['size']} ({r['label']})", r["target"], *_cells(r)])
+    return out
+
+
+def _machine_lines(info) -> list[str]:
+    m = info["machine"]
+    v = m["versions"]
+    lines = [f"machine: {m['cpu']}, {m['cores']} cores, {m['memory_gib'] or 0:.0f} GiB; "
+             + ", ".join(f"{k} {v[k]}" for k in v)]
+    if "copy_gbs" in info:
+        c = info["copy_gbs"]
+        lines.append("copy bandwidth: " + ", ".join(f"{k.replace('_', ' ')} {c[k]:.1f} GB/s"
+                                                     for k in ("numpy_copy", "parallel_copy")
+                                                     if k in c)
+                     + f" (best {c['best']:.1f} GB/s, read + write counted)")
+    if "peak_gflops" in info:
+        p = info["peak_gflops"]
+        lines.append(f"peak FLOP estimate: {p['sgemm']:.0f} GFLOP/s (float32 GEMM "
+                     f"{p['n']}x{p['n']} through NumPy's BLAS)")
+    if "gpu_copy_gbs" in info:
+        g = info["gpu_copy_gbs"]
+        lines.append(f"GPU: {g['device']}, device copy {g['cupy_copy']:.0f} GB/s (CuPy)")
+    idle = info["idle_at_start"]
+    lines.append(("idle at start: " if idle["idle"] else "NOT IDLE at start: ") + idle["text"])
+    return lines
+
+
+def _busy_notes(rows) -> list[str]:
+    busy = [r for r in rows if (r.get("others_cores") or 0) > 0.25]
+    if not busy:
+        return []
+    return [f"{len(busy)} timing(s) ran while other processes used more than 0.25 cores "
+            f"(worst {max(r['others_cores'] for r in busy):.2f}): "
+            + ", ".join(f"{r['program']}/{r['size']}/{r['target']}" for r in busy[:8])
+            + (" ..." if len(busy) > 8 else "")]
+
+
+def text_report(info, rows, compile_rows) -> str:
+    lines = _machine_lines(info)
+    lines += [f"note: {n}" for n in info["notes"] + _busy_notes(rows)]
+    table = [HEADER] + _table_rows(rows)
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER))]
+    lines.append("")
+    for k, row in enumerate(table):
+        lines.append("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        if k == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    odd = [r for r in rows if r["status"] != "ok" and r["note"]]
+    if odd:
+        lines.append("")
+        lines += [f"{r['program']}/{r['size']} {r['target']}: {r['status']}: {r['note']}"
+                  for r in odd]
+    if compile_rows:
+        lines += ["", "compile time and call overhead:"] + compile_text(compile_rows)
+    return "\n".join(lines)
+
+
+def compile_text(compile_rows) -> list[str]:
+    head = ["target", "program", "cold compile", "cached load (new process)", "call"]
+    table = [head]
+    for c in compile_rows:
+        table.append([c["target"], c["program"], fmt_time(c.get("cold_s")),
+                      fmt_time(c.get("cached_load_s")), fmt_time(c.get("call_s"))])
+    widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
+    out = []
+    for k, row in enumerate(table):
+        out.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+        if k == 0:
+            out.append("  " + "  ".join("-" * w for w in widths))
+    return out + [f"  note: {n}" for n in compile_notes(compile_rows)]
+
+
+def compile_notes(compile_rows) -> list[str]:
+    notes = sorted({c["note"] for c in compile_rows if c.get("note")})
+    return notes + [f"{c['target']}: the new process took {fmt_time(c['process_s'])} in all "
+                    f"(interpreter start, imports, loads)"
+                    for c in compile_rows if c.get("process_s")]
+
+
+def _md_table(head, body) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in body]
+    return out
+
+
+def pivot(rows) -> tuple[list[str], list[list[str]]]:
+    """One row per program and size, one column per target: 'time (ratio)'."""
+    targets = list(dict.fromkeys(r["target"] for r in rows))
+    cells = defaultdict(dict)
+    for r in rows:
+        key = (r["program"], f"{r['size']} ({r['label']})")
+        if r["status"] == "ok" and r.get("median") is not None:
+            ratio = f" ({fmt_ratio(r['ratio'])})" if r.get("ratio") else ""
+            cells[key][r["target"]] = fmt_time(r["median"]) + ratio
+        else:
+            cells[key][r["target"]] = {"skipped": "-", "ok": "checked"}.get(
+                r["status"], r["status"].upper())
+    body = [[p, s] + [cells[(p, s)].get(t, "") for t in targets] for (p, s) in cells]
+    return ["program", "size"] + targets, body
+
+
+def markdown_report(info, rows, compile_rows) -> str:
+    lines = [f"Command: `{info['command']}` ({info['started']}, {info['elapsed_s']:.0f} s)", ""]
+    lines += [f"- {line}" for line in _machine_lines(info)]
+    lines += [f"- note: {n}" for n in info["notes"] + _busy_notes(rows)]
+    lines += ["", "Median time per call (ratio to the best peer at that size; below 1x is "
+              "faster than every peer):", ""]
+    lines += _md_table(*pivot(rows))
+    lines += ["", "All columns (spread = (slowest - fastest) / median of the samples):", ""]
+    lines += _md_table(HEADER, _table_rows(rows))
+    odd = [r for r in rows if r["status"] != "ok" and r["note"]]
+    if odd:
+        lines += [""] + [f"- {r['program']}/{r['size']} {r['target']}: {r['status']}: "
+                         f"{r['note']}" for r in odd]
+    if compile_rows:
+        lines += ["", "Compile time and call overhead:", ""]
+        lines += _md_table(["target", "program", "cold compile", "cached load (new process)",
+                            "call"],
+                           [[c["target"], c["program"], fmt_time(c.get("cold_s")),
+                             fmt_time(c.get("cached_load_s")), fmt_time(c.get("call_s"))]
+                            for c in compile_rows])
+        lines += [""] + [f"- {n}" for n in compile_notes(compile_rows)]
+    return "\n".join(lines) + "\n"
+
+
+def chart(rows, path) -> str | None:
+    """Draws time relative to the best peer, one panel per size; None when done,
+    else why not (no matplotlib, nothing timed)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "skipped (matplotlib does not import; pip install '.[bench]')"
+    timed = [r for r in rows if r.get("ratio")]
+    if not timed:
+        return "skipped (nothing was timed against a peer)"
+    sizes = list(dict.fromkeys(r["size"] for r in timed))
+    targets = list(dict.fromkeys(r["target"] for r in timed))
+    fig, axes = plt.subplots(len(sizes), 1, figsize=(12, 3.2 * len(sizes)), squeeze=False)
+    colours = plt.get_cmap("tab10")
+    for ax, size in zip(axes[:, 0], sizes):
+        here = [r for r in timed if r["size"] == size]
+        programs = list(dict.fromkeys(r["program"] for r in here))
+        width = 0.8 / len(targets)
+        for k, t in enumerate(targets):
+            xs, ys = [], []
+            for i, p in enumerate(programs):
+                for r in here:
+                    if r["program"] == p and r["target"] == t:
+                        xs.append(i + (k - (len(targets) - 1) / 2) * width)
+                        ys.append(r["ratio"])
+            if xs:
+                ax.bar(xs, ys, width, label=t, color=colours(k % 10))
+        ax.axhline(1.0, color="black", linewidth=0.8)
+        ax.set_yscale("log")
+        ax.set_ylim(bottom=min(0.5, 0.8 * min(r["ratio"] for r in here)))   # a 1x bar shows
+        ax.set_xticks(range(len(programs)))
+        ax.set_xticklabels(programs, rotation=20, ha="right", fontsize=8)
+        ax.set_ylabel("time / best peer")
+        ax.set_title(f"size {size} (lower is faster)", fontsize=10)
+        ax.legend(fontsize=7, ncol=len(targets), loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return None

@@ -1,0 +1,82 @@
+"""The benchmark runner end to end at the smallest size: checks, files, notes; no timing assertions."""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from benchmarks import peers, runner  # noqa: E402
+from pyshark import cli  # noqa: E402
+
+
+def _results(out: Path) -> dict:
+    return json.loads((out / "results.json").read_text())
+
+
+def test_smoke_checks_every_program(tmp_path, capsys):
+    assert runner.main(["--smoke", "--peers", "numpy", "--out", str(tmp_path)]) == 0
+    data = _results(tmp_path)
+    rows = data["results"]
+    assert {r["status"] for r in rows} == {"ok"}
+    assert {r["program"] for r in rows} >= {"saxpy", "histogram", "max_histogram", "locvolcalib"}
+    assert all("median" not in r for r in rows)          # --smoke times nothing
+    assert (tmp_path / "results.md").is_file() and (tmp_path / "results.txt").is_file()
+    assert "checked" in capsys.readouterr().out
+
+
+def test_a_timed_run_writes_table_json_and_compile_report(tmp_path, capsys):
+    status = runner.main(["--programs", "saxpy", "--sizes", "tiny", "--peers", "numpy",
+                          "--backends", "python", "--repeats", "2", "--budget", "1",
+                          "--no-chart", "--out", str(tmp_path)])
+    assert status == 0
+    data = _results(tmp_path)
+    rows = {r["target"]: r for r in data["results"]}
+    assert rows["numpy"]["ratio"] == pytest.approx(1.0)
+    assert rows["ps.python"]["median"] > 0 and rows["ps.python"]["gbs"] > 0
+    assert data["info"]["copy_gbs"]["best"] > 0 and data["info"]["peak_gflops"]["sgemm"] > 0
+    compiled = {(c["target"], c["program"]): c for c in data["compile"]}
+    assert compiled[("ps.python", "saxpy")]["cached_load_s"] > 0
+    assert compiled[("ps.python", "overhead")]["call_s"] > 0
+    out = capsys.readouterr().out
+    assert "vs best peer" in out and "copy bandwidth" in out and "peak FLOP estimate" in out
+
+
+def test_a_missing_peer_is_a_note_not_a_crash(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(peers.PEER_MODULES, "nopeer", "benchmarks.peers.no_such_module")
+    status = runner.main(["--smoke", "--programs", "sum", "--peers", "numpy,nopeer",
+                          "--backends", "python", "--out", str(tmp_path)])
+    assert status == 0
+    notes = _results(tmp_path)["info"]["notes"]
+    assert any(n.startswith("peer nopeer: skipped") for n in notes)
+
+
+def test_a_wrong_result_is_reported_and_fails_the_run(tmp_path, monkeypatch):
+    from benchmarks.peers import numpy_peers
+    monkeypatch.setattr(numpy_peers, "saxpy", lambda a, xs, ys: a * xs - ys)
+    status = runner.main(["--smoke", "--programs", "saxpy", "--peers", "numpy",
+                          "--backends", "python", "--out", str(tmp_path)])
+    assert status == 1
+    rows = {r["target"]: r for r in _results(tmp_path)["results"]}
+    assert rows["ps.python"]["status"] == "mismatch"
+
+
+def test_sizes_above_a_slow_backends_limit_are_skipped_with_a_note(tmp_path):
+    status = runner.main(["--check-only", "--programs", "saxpy", "--sizes", "small",
+                          "--peers", "numpy", "--backends", "python", "--no-compile-report",
+                          "--out", str(tmp_path)])
+    assert status == 0
+    rows = {r["target"]: r for r in _results(tmp_path)["results"]}
+    assert rows["ps.python"]["status"] == "skipped" and "size limit" in rows["ps.python"]["note"]
+    assert rows["numpy"]["status"] == "ok"
+
+
+def test_cli_bench_lists_and_rejects_unknown_names(capsys):
+    assert cli.main(["bench", "--list"]) == 0
+    assert "locvolcalib" in capsys.readouterr().out
+    assert cli.main(["bench", "--programs", "no_such_program"]) == 2
+    assert cli.main(["bench", "--backends", "no_such_backend"]) == 2
