@@ -19,7 +19,7 @@ import numpy as np
 
 from . import machine, report, suite
 from .suite import SIZES
-from .targets import SLOW_BACKENDS, BackendTarget, PeerTarget, Skip, host_value
+from .targets import BackendTarget, PeerTarget, Skip, default_limits, host_value
 from .timing import first_calls, measure
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -75,7 +75,7 @@ def _names(text: str | None) -> list[str] | None:
 
 
 def _size_limits(specs: list[str]) -> dict:
-    limits = dict(SLOW_BACKENDS)
+    limits = default_limits()
     for spec in specs:
         name, _, size = spec.partition("=")
         if size not in SIZES:

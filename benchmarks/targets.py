@@ -17,7 +17,21 @@ class Skip(Exception):
 
 
 #: backends that are interpreters: run at these sizes at most unless --max-size says otherwise
-SLOW_BACKENDS = {"python": "tiny", "core": "tiny"}
+SLOW_BACKENDS = {"python": "tiny", "core": "tiny", "kir": "tiny"}
+
+
+def default_limits() -> dict:
+    """The largest size each slow backend runs by default: the interpreters
+    at tiny, and OpenCL at tiny too when its device is not a GPU (PoCL on the
+    CPU runs the first OpenCL slice correctly but slowly)."""
+    limits = dict(SLOW_BACKENDS)
+    from pyshark.wrapper import registry
+    if "opencl" in registry.available_backends():
+        cls = registry.get_backend("opencl")
+        check = getattr(cls, "outranks_cpu", None)
+        if callable(check) and not check():
+            limits["opencl"] = "tiny"
+    return limits
 
 
 class Target:
