@@ -118,6 +118,10 @@ class Lowerer:
         self.frame = 0
         self.in_par = False
         self.facts = Facts()
+        self.created: list[str] = []       # every variable made, in order
+        # loop versioning of bounds checks (see par_for): None, or a dict
+        # {"mode": "collect"|"assume", "conds": [...], "k": int, "local": set}
+        self.version: Optional[dict] = None
 
     # -- building kir ---------------------------------------------------------
     def emit(self, s: K.Stm) -> None:
@@ -125,7 +129,9 @@ class Lowerer:
 
     def var(self, hint: str, t) -> K.KVar:
         self.counter += 1
-        return K.KVar(f"{hint}_{self.counter}", t)
+        v = K.KVar(f"{hint}_{self.counter}", t)
+        self.created.append(v.name)
+        return v
 
     def let(self, hint: str, e: K.Expr) -> K.Expr:
         if isinstance(e, (K.KVar, K.KConst)):
@@ -188,15 +194,36 @@ class Lowerer:
                 body(i)
             self.emit(K.For(i, zero, n, blk[0]))
             return
-        self.in_par = True
-        try:
-            with self.block() as blk, self.loop_facts(i, zero, n):
-                body(i)
-        finally:
-            self.in_par = False
-        heavy = _has_loop(blk[0])
+        def lower(mode: str, conds: list) -> tuple[K.Block, list]:
+            self.in_par = True
+            start = len(self.created)
+            self.version = {"mode": mode, "conds": conds, "k": 0, "start": start}
+            try:
+                with self.block() as blk, self.loop_facts(i, zero, n):
+                    body(i)
+            finally:
+                self.in_par = False
+                found = self.version["conds"]
+                self.version = None
+            return blk[0], found
+
+        checked, conds = lower("collect", [])
+        heavy = _has_loop(checked)
         cond = None if heavy else S.b("ge", n, S.const(self.options.par_min, I64))
-        self.emit(K.ParFor(i, n, blk[0], cond))
+        if not conds:
+            self.emit(K.ParFor(i, n, checked, cond))
+            return
+        # Loop versioning: the index bounds that could not be proved are
+        # loop-invariant expressions; test them once, and run a copy of the
+        # loop without those checks when they hold (a check is an early exit,
+        # which stops LLVM from vectorizing the loop).
+        fast, _ = lower("assume", conds)
+        ok = conds[0]
+        for c in conds[1:]:
+            ok = S.land(ok, c)
+        ok = self.let("inb", ok)
+        self.emit(K.If(ok, K.Block((K.ParFor(i, n, fast, cond),)),
+                       K.Block((K.ParFor(i, n, checked, cond),))))
 
     # -- memory -----------------------------------------------------------------
     def alloc(self, hint: str, elem: ScalarType, shape: tuple) -> Arr:

@@ -29,12 +29,53 @@ def norm_index(lw: Lowerer, i: K.Expr, n: K.Expr, wrap: bool, loc, dim: int) -> 
     j = lw.let("j", K.Sel(S.b("lt", i, ZERO), S.b("add", i, n), i)) if wrap and not nonneg else i
     if nonneg and lw.facts.below(i, n):
         return j                         # proved in range (codegen/bounds.py)
+    v = lw.version
+    if v is not None and not lw.options.unsafe:
+        if v["mode"] == "collect":
+            cond = _invariant_in_range(lw, i, n)
+            if cond is not None:
+                v["conds"].append(cond)
+        else:
+            # the same checks come in the same order: skip the ones whose
+            # condition the versioned loop tests up front
+            cond = _invariant_in_range(lw, i, n)
+            if cond is not None and v["k"] < len(v["conds"]):
+                v["k"] += 1
+                return j
     if not lw.options.unsafe:
         ok = S.land(S.b("ge", j, ZERO), S.b("lt", j, n))
         where = f" in dimension {dim}" if dim else ""
         lw.check(ok, "IndexError", "index {} out of range for length {}" + where, loc,
                  (i, n))
     return j
+
+
+def _invariant_in_range(lw: Lowerer, i: K.Expr, n: K.Expr):
+    """A condition, over values fixed before the current parallel loop, that
+    implies 0 <= i < n at every iteration; None if there is none."""
+    from .bounds import Leaf, Max, Min
+    iv = lw.facts.interval(i)
+    if iv is None:
+        return None
+    local = set(lw.created[lw.version["start"]:])
+
+    def expr(t):
+        if isinstance(t, Leaf):
+            if t.base is None:
+                return S.const(t.off, I64)
+            if t.base in local:
+                raise LookupError
+            base = K.KVar(t.base, I64)
+            return base if t.off == 0 else S.b("add", base, S.const(t.off, I64))
+        a, b = expr(t.a), expr(t.b)
+        return (S.minimum if isinstance(t, Min) else S.maximum)(a, b)
+    if isinstance(n, K.KVar) and n.name in local:
+        return None
+    try:
+        lo, hi = expr(iv[0]), expr(iv[1])
+    except LookupError:
+        return None
+    return S.land(S.b("ge", lo, ZERO), S.b("lt", hi, n))
 
 
 def strides(a) -> list:

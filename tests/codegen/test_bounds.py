@@ -91,3 +91,25 @@ def test_out_of_range_still_raises_on_cpu(tmp_path):
     assert np.array_equal(got, want)
     assert w.smooth(np.array([5], np.int64)).tolist() == [10]
     assert w.smooth(np.array([], np.int64)).tolist() == []
+
+
+def test_versioned_loop_checks_once_and_still_raises(tmp_path):
+    from pyshark import Wrapper
+    src = """
+    @ps.entry
+    def scaled(xs: ps.Array[int], ws: ps.Array[int]) -> ps.Array[int]:
+        n = len(xs)
+        return ps.map(lambda i: xs[i] * ws[i], ps.iota(n))
+    """
+    p = tmp_path / "v.py"
+    p.write_text(HEAD + textwrap.dedent(src))
+    text = kernels(src)
+    assert text.count("parfor") == 2 and "inb_" in text       # fast and checked copies
+    w = Wrapper("cpu", cache_dir=tmp_path / "c")
+    w.add_source_file(p)
+    w.compile_and_load()
+    xs = np.arange(100_000, dtype=np.int64)
+    assert np.array_equal(w.scaled(xs, xs), xs * xs)                    # the fast copy
+    assert np.array_equal(w.scaled(xs[:10], xs), xs[:10] * xs[:10])     # ws longer: fine
+    with pytest.raises(IndexError):
+        w.scaled(xs, xs[:99_999])                                       # the checked copy
