@@ -125,6 +125,21 @@ class Facts:
                         return zero, Leaf(a.name, -1)
         return zero, Leaf(None, 2 ** 62)
 
+    def split_by(self, x: K.Expr, y: K.Expr):
+        """(a, b) when x is a * y + b with 0 <= b < y provably (a flat index
+        r * m + c over an n x m space): then x // y is a and x % y is b."""
+        d = self.defs.get(x.name) if isinstance(x, K.KVar) else x
+        if not (isinstance(d, K.Bin) and d.op == "add"):
+            return None
+        for prod, b in ((d.x, d.y), (d.y, d.x)):
+            p = self.defs.get(prod.name) if isinstance(prod, K.KVar) else prod
+            if not (isinstance(p, K.Bin) and p.op == "mul"):
+                continue
+            for a, m in ((p.x, p.y), (p.y, p.x)):
+                if _same(m, y) and self.non_negative(b) and self.below(b, y):
+                    return a, b
+        return None
+
     def positive(self, e: K.Expr) -> bool:
         """e >= 1."""
         if isinstance(e, K.KVar) and self.at_least.get(e.name, 0) >= 1:

@@ -455,6 +455,10 @@ def _h_atom(lw: Lowerer, e: ir.AtomExp, env, stm):
 
 def _binop(lw: Lowerer, op: str, x: K.Expr, y: K.Expr, loc, reassoc=False) -> K.Expr:
     t = K.type_of(x)
+    if op in ("floordiv", "mod") and t.is_int:
+        split = lw.facts.split_by(x, y)
+        if split is not None:           # x == a * y + b with 0 <= b < y
+            return split[0] if op == "floordiv" else split[1]
     if op in ("floordiv", "mod") and t.is_int and lw.facts.positive(y):
         # y >= 1: no zero check; and for x >= 0 floor division is C division
         if lw.facts.non_negative(x):

@@ -38,6 +38,24 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
             group = DelayedGroup(n, lambda i: [r for r, _ in row(i)])
             return [Delayed(group, k, t) for k, t in enumerate(lam.ret)]
         outs = [lw.alloc("map", t, (n,)) for t in lam.ret]
+        rows = _row_split(lw, e, env, n)
+        if rows is not None:
+            # a flat index over an A x B space that the function splits with
+            # // B and % B: loop over rows and columns instead, so that the
+            # division disappears (bounds.split_by) and the inner loop is
+            # contiguous
+            a, m = rows
+
+            def row_body(r):
+                base = lw.let("rb", S.b("mul", r, m))
+
+                def col(c):
+                    i = lw.let("fi", S.b("add", base, c))
+                    for o, (x, _) in zip(outs, row(i)):
+                        lw.emit(K.Store(o.data, i, x))
+                lw.for_range("c", ZERO, m, col)
+            lw.par_for("r", a, row_body)
+            return outs
 
         def body(i):
             for o, (r, _) in zip(outs, row(i)):
@@ -127,6 +145,33 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
         lw.for_range("i", i0, i1, row)
     lw.par_for("t", lw.let("nt", S.b("mul", nti, ntj)), tile)
     return [out]
+
+
+def _row_split(lw: Lowerer, e: ir.Map, env, n):
+    """(A, B) when the width n is A * B and the map's function divides or
+    takes the remainder of its first (index) parameter by B."""
+    if lw.in_par or not lw.options.parallel or not isinstance(n, K.KVar):
+        return None
+    d = lw.facts.defs.get(n.name)
+    if isinstance(d, K.Sel):                       # iota's max(n, 0)
+        kind = lw.facts._clamp_kind(d)
+        if kind == "max":
+            d = next((lw.facts.defs.get(s.name) for s in (d.x, d.y)
+                      if isinstance(s, K.KVar) and s.name in lw.facts.defs), None)
+    if not (isinstance(d, K.Bin) and d.op == "mul"):
+        return None
+    if not e.lam.params:
+        return None
+    p = e.lam.params[0].name
+    for s in e.lam.body.stms:
+        x = s.exp
+        if (isinstance(x, ir.BinOp) and x.op in ("floordiv", "mod")
+                and isinstance(x.x, ir.Var) and x.x.name == p and isinstance(x.y, ir.Var)):
+            y = env.get(x.y.name)
+            for a, b in ((d.x, d.y), (d.y, d.x)):
+                if isinstance(y, K.KVar) and isinstance(b, K.KVar) and y.name == b.name:
+                    return a, b
+    return None
 
 
 def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm):

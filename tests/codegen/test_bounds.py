@@ -113,3 +113,26 @@ def test_versioned_loop_checks_once_and_still_raises(tmp_path):
     assert np.array_equal(w.scaled(xs[:10], xs), xs[:10] * xs[:10])     # ws longer: fine
     with pytest.raises(IndexError):
         w.scaled(xs, xs[:99_999])                                       # the checked copy
+
+
+def test_flat_index_split_into_rows_and_columns(tmp_path):
+    src = """
+    @ps.entry
+    def grid(g: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
+        rows = len(g)
+        cols = len(g[0])
+        return ps.tabulate_2d(rows, cols, lambda r, c: g[r, c] + g[max(r - 1, 0), c])
+    """
+    text = kernels(src)
+    loop = text[text.index("parfor"):]
+    assert " / " not in loop and " % " not in loop and "IndexError" not in loop
+    from pyshark import Wrapper
+    p = tmp_path / "g.py"
+    p.write_text(HEAD + textwrap.dedent(src))
+    w = Wrapper("cpu", cache_dir=tmp_path / "c")
+    w.add_source_file(p)
+    w.compile_and_load()
+    for shape in [(1, 1), (3, 1), (1, 5), (300, 257)]:
+        g = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+        want = g + g[np.maximum(np.arange(shape[0]) - 1, 0)]
+        assert np.array_equal(w.grid(g), want)
