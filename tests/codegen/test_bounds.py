@@ -123,9 +123,14 @@ def test_flat_index_split_into_rows_and_columns(tmp_path):
         cols = len(g[0])
         return ps.tabulate_2d(rows, cols, lambda r, c: g[r, c] + g[max(r - 1, 0), c])
     """
-    text = kernels(src)
-    loop = text[text.index("parfor"):]
-    assert " / " not in loop and " % " not in loop and "IndexError" not in loop
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.wrapper.backend import Options as BackendOptions
+    program = translate_source(HEAD + textwrap.dedent(src), "<t>")
+    check_program(program)
+    text = K.pretty_module(build_kernels(program, BackendOptions()))   # with the middle end
+    fast = text[text.index("parfor"):]
+    fast = fast[:fast.index("parfor", 10)] if fast.count("parfor") > 1 else fast
+    assert " / " not in fast and " % " not in fast and "IndexError" not in fast
     from pyshark import Wrapper
     p = tmp_path / "g.py"
     p.write_text(HEAD + textwrap.dedent(src))
