@@ -390,6 +390,24 @@ def _h_rotate(lw: Lowerer, e: ir.Rotate, env, stm):
 TRANSPOSE_TILE = 32
 
 
+def tile_bounds(lw: Lowerer, t: K.Expr, n: K.Expr, m: K.Expr, ti: int, tj: int):
+    """[i0, i1) x [j0, j1): tile t of an n x m space cut in ti x tj tiles,
+    numbered row by row (the tiles of a 2-D parallel loop)."""
+    ntj = lw.let("ntj", S.b("div", S.b("add", m, S.const(tj - 1, I64)), S.const(tj, I64)))
+    q = lw.let("q", K.Sel(S.b("eq", ntj, ZERO), ONE, ntj))
+    i0 = lw.let("i0", S.b("mul", S.b("div", t, q), S.const(ti, I64)))
+    j0 = lw.let("j0", S.b("mul", S.b("rem", t, q), S.const(tj, I64)))
+    i1 = lw.let("i1", S.minimum(S.b("add", i0, S.const(ti, I64)), n))
+    j1 = lw.let("j1", S.minimum(S.b("add", j0, S.const(tj, I64)), m))
+    return i0, i1, j0, j1
+
+
+def tile_count(lw: Lowerer, n: K.Expr, m: K.Expr, ti: int, tj: int) -> K.Expr:
+    nti = S.b("div", S.b("add", n, S.const(ti - 1, I64)), S.const(ti, I64))
+    ntj = S.b("div", S.b("add", m, S.const(tj - 1, I64)), S.const(tj, I64))
+    return lw.let("nt", S.b("mul", nti, ntj))
+
+
 def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
     """Swaps dimensions 0 and 1 into a fresh array, in TRANSPOSE_TILE square
     tiles (a cache-blocked transpose: both sides of a tile stay in cache), the
@@ -401,16 +419,8 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
     rest = a.shape[2:]
     out = lw.alloc("tr", a.elem, (n1, n0) + tuple(rest))
     inner = lw.let("rs", _product(rest))
-    tile = S.const(TRANSPOSE_TILE, I64)
-    t1 = lw.let("tn", S.b("div", S.b("add", n1, S.const(TRANSPOSE_TILE - 1, I64)), tile))
-    t0 = lw.let("tm", S.b("div", S.b("add", n0, S.const(TRANSPOSE_TILE - 1, I64)), tile))
-
     def one_tile(t):
-        q = lw.let("q", K.Sel(S.b("eq", t0, ZERO), ONE, t0))
-        i0 = lw.let("i0", S.b("mul", S.b("div", t, q), tile))
-        j0 = lw.let("j0", S.b("mul", S.b("rem", t, q), tile))
-        i1 = lw.let("i1", S.minimum(S.b("add", i0, tile), n1))
-        j1 = lw.let("j1", S.minimum(S.b("add", j0, tile), n0))
+        i0, i1, j0, j1 = tile_bounds(lw, t, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE)
 
         def row(i):      # row i of the result = column i of a
             def col(j):
@@ -422,7 +432,7 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
                     lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
             lw.for_range("j", j0, j1, col)
         lw.for_range("i", i0, i1, row)
-    lw.par_for("t", lw.let("nt", S.b("mul", t1, t0)), one_tile)
+    lw.par_for("t", tile_count(lw, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE), one_tile)
     return [out]
 
 

@@ -16,7 +16,7 @@ from pyshark.core.types import I64, ScalarType
 from .. import kir as K
 from .. import scalar as S
 from ..lower import Arr, Delayed, DelayedGroup, Lowerer
-from ..lower_arrays import can_delay
+from ..lower_arrays import can_delay, tile_bounds, tile_count
 from .common import ONE, ZERO, all_scalar, check_width, elements
 
 
@@ -119,16 +119,8 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     inner = lam.body.stms[upto].exp
     nj = lw.let("nj", nj)
     out = lw.alloc("map", inner.lam.ret[0], (n, nj))
-    ti, tj = S.const(TILE_I, I64), S.const(TILE_J, I64)
-    nti = lw.let("nti", S.b("div", S.b("add", n, S.const(TILE_I - 1, I64)), ti))
-    ntj = lw.let("ntj", S.b("div", S.b("add", nj, S.const(TILE_J - 1, I64)), tj))
-
     def tile(t):
-        ntj_safe = lw.let("q", K.Sel(S.b("eq", ntj, ZERO), ONE, ntj))
-        i0 = lw.let("i0", S.b("mul", S.b("div", t, ntj_safe), ti))
-        j0 = lw.let("j0", S.b("mul", S.b("rem", t, ntj_safe), tj))
-        i1 = lw.let("i1", S.minimum(S.b("add", i0, ti), n))
-        j1 = lw.let("j1", S.minimum(S.b("add", j0, tj), nj))
+        i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, TILE_J)
 
         def row(i):
             with lw.open_body(lam.body, upto, dict(zip((p.name for p in lam.params),
@@ -143,7 +135,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
                     lw.emit(K.Store(out.data, S.b("add", base, j), res[0][0]))
                 lw.for_range("j", j0, j1, col)
         lw.for_range("i", i0, i1, row)
-    lw.par_for("t", lw.let("nt", S.b("mul", nti, ntj)), tile)
+    lw.par_for("t", tile_count(lw, n, nj, TILE_I, TILE_J), tile)
     return [out]
 
 

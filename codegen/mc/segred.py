@@ -29,6 +29,24 @@ def fold_range(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc=True) ->
     lw.for_range("i", lo, hi, body)
 
 
+def chunk_partials(lw: Lowerer, lam, env, arrs, neutral, n, nch) -> list:
+    """Phase 1 of the multicore reduce and scan: nch arrays of one partial
+    per contiguous chunk, each the in-order fold of its chunk from the
+    neutral element, computed in parallel."""
+    partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
+
+    def chunk(c):
+        lo, hi = chunk_bounds(lw, c, n, nch)
+        local = [lw.var("acc", t) for t in lam.ret]
+        for a, v in zip(local, neutral):
+            lw.emit(K.Set(a, v))
+        fold_range(lw, lam, env, arrs, local, lo, hi)
+        for p, a in zip(partials, local):
+            lw.emit(K.Store(p.data, c, a))
+    lw.par_for("c", nch, chunk)
+    return partials
+
+
 def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
     n = lw.scalar(e.width, env)
     arrs = [lw.array(a, env) for a in e.arrs]
@@ -44,17 +62,7 @@ def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
         fold_range(lw, lam, env, arrs, accs, ZERO, n)
         return accs
     nch = n_chunks(lw, n, lw.options.par_min)
-    partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
-
-    def chunk(c):
-        lo, hi = chunk_bounds(lw, c, n, nch)
-        local = [lw.var("acc", t) for t in lam.ret]
-        for a, v in zip(local, neutral):
-            lw.emit(K.Set(a, v))
-        fold_range(lw, lam, env, arrs, local, lo, hi)
-        for p, a in zip(partials, local):
-            lw.emit(K.Store(p.data, c, a))
-    lw.par_for("c", nch, chunk)
+    partials = chunk_partials(lw, lam, env, arrs, neutral, n, nch)
     for a, v in zip(accs, neutral):
         lw.emit(K.Set(a, v))
 

@@ -17,7 +17,7 @@ from .. import scalar as S
 from ..lower import Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
-from .segred import fold_range
+from .segred import chunk_partials
 
 
 def _scan_range(lw: Lowerer, lam, env, arrs, accs, outs, lo, hi) -> None:
@@ -45,17 +45,7 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
         _scan_range(lw, lam, env, arrs, accs, outs, ZERO, n)
         return outs
     nch = n_chunks(lw, n, lw.options.par_min)
-    partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
-
-    def phase1(c):
-        lo, hi = chunk_bounds(lw, c, n, nch)
-        local = [lw.var("acc", t) for t in lam.ret]
-        for a, v in zip(local, neutral):
-            lw.emit(K.Set(a, v))
-        fold_range(lw, lam, env, arrs, local, lo, hi)
-        for p, a in zip(partials, local):
-            lw.emit(K.Store(p.data, c, a))
-    lw.par_for("c", nch, phase1)
+    partials = chunk_partials(lw, lam, env, arrs, neutral, n, nch)     # phase 1
     # phase 2: exclusive scan of the partials, in place
     accs = [lw.var("acc", t) for t in lam.ret]
     for a, v in zip(accs, neutral):
