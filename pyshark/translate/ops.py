@@ -19,21 +19,20 @@ import operator
 import libcst as cst
 
 from ..core import ir
+from ..core import ops as core_ops
 from ..core.types import BOOL, F32, F64, I64, ScalarType
 from .coerce import const_fits, const_text, const_value, harden, weak_to
 from .pynum import binop_py, check_binop, unop_py
 from .values import ArrayV, ScalarV, Value, py_join, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
-BITWISE = {"band", "bor", "bxor", "shl", "shr"}
-COMPARE = set(ir.COMPARISONS)
-
-SYMBOL = {
-    "add": "+", "sub": "-", "mul": "*", "truediv": "/", "floordiv": "//", "mod": "%",
-    "pow": "**", "band": "&", "bor": "|", "bxor": "^", "shl": "<<", "shr": ">>",
-    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-    "land": "and", "lor": "or", "min": "min", "max": "max", "atan2": "atan2",
-}
+# The operators' kinds and spellings come from the one table (core/ops.py);
+# the translator adds only its surface name for `/` ("truediv").
+BITWISE = {name for name, o in core_ops.BINARY.items()
+           if core_ops.INT in o.kinds and o.kinds <= {core_ops.INT, core_ops.BOOL}}
+COMPARE = set(core_ops.COMPARISONS)
+SYMBOL = {name: (o.python or name) for name, o in core_ops.BINARY.items()} | {"truediv": "/"}
+assert BITWISE == {"band", "bor", "bxor", "shl", "shr"}, BITWISE
 
 _PY_FOLD = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul,
@@ -160,8 +159,7 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
 
 
 _PY_UNFOLD = {"neg": operator.neg, "bnot": operator.invert, "not": operator.not_}
-FLOAT_UNOPS = {"sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
-               "atan", "sinh", "cosh", "tanh", "floor", "ceil", "round", "trunc", "isnan", "isinf"}
+FLOAT_UNOPS = set(core_ops.FLOAT_ONLY_UNARY)
 
 
 def unop(ctx, op: str, x: Value, node: cst.CSTNode, fold_weak: bool = True) -> ScalarV:
