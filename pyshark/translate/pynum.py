@@ -47,6 +47,7 @@ LANGUAGE.md first. Turning the switch on marks them too.
 """
 from __future__ import annotations
 
+from ..core import ops as _core_ops
 import math
 import operator
 from typing import Optional
@@ -66,9 +67,8 @@ def runtime_py() -> bool:
     return RUNTIME_PYTHON_NUMBERS
 
 
-COMPARE = {"eq", "ne", "lt", "le", "gt", "ge"}
-SYMBOL = {"truediv": "/", "floordiv": "//", "mod": "%", "pow": "**", "shl": "<<", "shr": ">>",
-          "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+COMPARE = set(_core_ops.COMPARISONS)
+SYMBOL = {name: (o.python or name) for name, o in _core_ops.BINARY.items()} | {"truediv": "/"}
 EXACT_FLOAT_INTS = 2 ** 53
 
 
