@@ -47,12 +47,13 @@ LANGUAGE.md first. Turning the switch on marks them too.
 """
 from __future__ import annotations
 
-from ..core import ops as _core_ops
 import math
 import operator
 from typing import Optional
 
 import libcst as cst
+
+from ..core import ops as _core_ops
 
 from ..core.types import I64, ScalarType
 from .values import MAX_PY_VALUES, ScalarV, py_values, type_name
