@@ -7,29 +7,13 @@ import warnings
 
 import pytest
 
-from cpu_harness import (BOOL, F32, F64, I0, K, P, build, elementwise, np, np_same, v)
-from pyshark.core.types import FLOAT_TYPES, INT_TYPES, I64
-
-ALL_TYPES = INT_TYPES + FLOAT_TYPES + (BOOL,)
-N = 301          # long enough for the vector loop and its scalar remainder
+from cpu_harness import (BOOL, F32, F64, K, P, build, elementwise, np, np_same, v)
+from prim_reference import (ALL_TYPES, EXACT_UN, N, NP_BIN, NP_UN, bin_ops_for, cvtt_model,
+                            trunc_div, un_ops_for)
 
 
-def bin_ops_for(t):
-    ops = ["eq", "ne", "lt", "le", "gt", "ge"]
-    if t is BOOL:
-        return ops + ["and", "or", "xor"]
-    ops += ["add", "sub", "mul", "div", "rem"]
-    if t.is_int:
-        return ops + ["and", "or", "xor", "shl", "shr"]
-    return ops + ["pow", "atan2"]
 
 
-def un_ops_for(t):
-    if t is BOOL:
-        return ["not"]
-    if t.is_int:
-        return ["neg", "not"]
-    return sorted(K.UN_PRIMS - {"not"})
 
 
 def _module():
@@ -86,21 +70,6 @@ def run(lib, name, *ins, out_dtype):
     return out
 
 
-def trunc_div(x, y):
-    r = np.fmod(x, y)
-    with np.errstate(over="ignore"):
-        return ((x - r) // y).astype(x.dtype)
-
-
-NP_BIN = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and,
-    "or": np.bitwise_or, "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift,
-    "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
-    "gt": np.greater, "ge": np.greater_equal, "rem": np.fmod, "pow": np.power,
-    "atan2": np.arctan2,
-}
-
-
 @pytest.mark.parametrize("t", ALL_TYPES, ids=str)
 def test_binary(lib, t):
     for op in bin_ops_for(t):
@@ -126,14 +95,6 @@ def test_binary(lib, t):
                                         want[got != want])
 
 
-NP_UN = {"neg": np.negative, "fabs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,
-         "log2": np.log2, "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan,
-         "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh,
-         "cosh": np.cosh, "tanh": np.tanh, "floor": np.floor, "ceil": np.ceil,
-         "trunc": np.trunc, "rint": np.rint, "isnan": np.isnan}
-EXACT_UN = {"neg", "not", "fabs", "sqrt", "floor", "ceil", "trunc", "rint", "isnan"}
-
-
 @pytest.mark.parametrize("t", ALL_TYPES, ids=str)
 def test_unary(lib, t):
     for op in un_ops_for(t):
@@ -154,24 +115,6 @@ def test_unary(lib, t):
         else:
             np.testing.assert_allclose(got, want, rtol=4e-6 if t is F32 else 1e-13,
                                        atol=1e-30, equal_nan=True, err_msg=f"{op} {t}")
-
-
-def cvtt_model(x: float, to) -> int:
-    """kir.py's float -> int for out-of-range and NaN inputs, as gcc spells
-    C casts on x86-64: cvtt to 32 bits for narrow and i32 targets, to 64 bits
-    for i64 and u32, and the 2^63-split sequence for u64; then truncated."""
-    def cvtt(x, bits):
-        lo, hi = -2.0 ** (bits - 1), 2.0 ** (bits - 1)
-        if x != x or not lo <= x < hi:
-            return -(2 ** (bits - 1))
-        return int(x)
-    if to.bits < 32 or to is K.I32:
-        r = cvtt(x, 32)
-    elif to.bits == 32 or to is I64:
-        r = cvtt(x, 64)
-    else:
-        r = cvtt(x, 64) if not x >= 2.0 ** 63 else cvtt(x - 2.0 ** 63, 64) ^ -(2 ** 63)
-    return int(np.array(r & ((1 << to.bits) - 1), dtype=np.uint64).astype(to.dtype))
 
 
 @pytest.mark.parametrize("frm", ALL_TYPES, ids=str)
