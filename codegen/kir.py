@@ -65,11 +65,14 @@ from pyshark.core.types import BOOL, F32, F64, I8, I32, I64, ScalarType
 
 @dataclass(frozen=True)
 class Ptr:
-    """A pointer to elements of `elem` (a scalar type or another Ptr)."""
+    """A pointer to elements of `elem` (a scalar type or another Ptr).
+    `space` is "global" (memory of the entry: Alloc, params) or "local"
+    (a work-group's local memory: LocalAlloc, GPU extension below)."""
     elem: Union[ScalarType, "Ptr"]
+    space: str = "global"
 
     def __repr__(self) -> str:
-        return f"*{self.elem!r}"
+        return f"*{self.elem!r}" if self.space == "global" else f"*local {self.elem!r}"
 
 
 KType = Union[ScalarType, Ptr]
@@ -191,7 +194,17 @@ class NumThreads:
     """The number of threads a ParFor started now would use (i64, >= 1)."""
 
 
-Expr = Union[KVar, KConst, Bin, Un, Cast, Sel, Load, PtrAdd, NumThreads]
+@dataclass(frozen=True)
+class LocalId:
+    """GPU extension: this work-item's index in its group (i64, 0..group_size-1)."""
+
+
+@dataclass(frozen=True)
+class GroupId:
+    """GPU extension: the index of this work-item's group (i64)."""
+
+
+Expr = Union[KVar, KConst, Bin, Un, Cast, Sel, Load, PtrAdd, NumThreads, LocalId, GroupId]
 
 
 # ---------------------------------------------------------------------------
@@ -273,13 +286,57 @@ class Fail:
 
 @dataclass(frozen=True)
 class ParFor:
+    """See the module docstring; `group_size` (GPU extension) makes it a
+    work-group kernel."""
     var: KVar
     count: Expr
     body: Block
     parallel_if: Optional[Expr] = None   # None: always worth going parallel
+    group_size: Optional[int] = None
 
 
-Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor]
+# -- The GPU extension slot (DESIGN.md: target ops in one place). ----------------
+# A ParFor with `group_size` G is a work-group kernel: it runs
+# ceil(count / G) * G work-items in groups of G (no iteration is skipped: the
+# body guards `var < count` itself where it must), `var` being the global
+# index. Only there may LocalId, GroupId, Barrier and LocalAlloc appear, and
+# such a body contains no Fail, Alloc or Free (a work-item that left early
+# would break the next barrier): the gpu/ algorithms run user code that can
+# fail in plain ParFors. Barriers sit in control flow that is uniform across
+# the group. Only codegen/opencl spells these nodes; the mc/ family never
+# makes them.
+
+
+@dataclass(frozen=True)
+class Barrier:
+    """Every work-item of the group waits here; the local and global memory
+    writes of each before it are visible to all after it."""
+
+
+@dataclass(frozen=True)
+class LocalAlloc:
+    """var = `count` (a Python int) elements of local memory, shared by the
+    work-group; var.type is Ptr(elem, "local"). At the top level of a group
+    ParFor's body only."""
+    var: KVar
+    count: int
+
+
+@dataclass(frozen=True)
+class AtomicUpdate:
+    """Atomically: old = ptr[index]; ptr[index] = value, where `value` may
+    read `old` (a variable this statement declares) and is evaluated again
+    until the update wins (a compare-and-swap loop: `value` must not read
+    memory that others write). Element types of 32 or 64 bits. Any ParFor
+    (on a device); used by histograms."""
+    ptr: Expr
+    index: Expr
+    old: KVar
+    value: Expr
+
+
+Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barrier,
+            LocalAlloc, AtomicUpdate]
 
 ERROR_CODES = {
     "IndexError": 1, "ZeroDivisionError": 2, "AssertionError": 3,
@@ -332,7 +389,7 @@ def type_of(e: Expr) -> KType:
         return t.elem
     if isinstance(e, PtrAdd):
         return type_of(e.ptr)
-    if isinstance(e, NumThreads):
+    if isinstance(e, (NumThreads, LocalId, GroupId)):
         return I64
     raise TypeError(f"not a kernel IR expression: {e!r}")
 
@@ -383,6 +440,10 @@ def stm_exprs(s: Stm) -> tuple[Expr, ...]:
         return tuple(s.args)
     if isinstance(s, ParFor):
         return (s.count,) + ((s.parallel_if,) if s.parallel_if is not None else ())
+    if isinstance(s, (Barrier, LocalAlloc)):
+        return ()
+    if isinstance(s, AtomicUpdate):
+        return (s.ptr, s.index, s.value)
     raise TypeError(f"not a kernel IR statement: {s!r}")
 
 
@@ -398,8 +459,10 @@ def declared_vars(s: Stm) -> set[str]:
     """Variables a statement declares (Set/Alloc targets, loop counters),
     including inside its sub-blocks."""
     out: set[str] = set()
-    if isinstance(s, (Set, Alloc)):
+    if isinstance(s, (Set, Alloc, LocalAlloc)):
         out.add(s.var.name)
+    if isinstance(s, AtomicUpdate):
+        out.add(s.old.name)
     if isinstance(s, (For, ParFor)):
         out.add(s.var.name)
     for b in sub_blocks(s):
@@ -431,8 +494,9 @@ from .kir_pretty import pretty_module  # noqa: E402  (re-export)
 
 __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
-    "NumThreads", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem", "Block", "If",
-    "For", "While", "Fail", "ParFor", "Stm", "Function", "Module", "ERROR_CODES",
+    "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
+    "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
+    "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
     "free_vars_of_block", "check_module", "pretty_module",
     "BOOL", "F32", "F64", "I8", "I32", "I64",

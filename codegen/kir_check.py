@@ -79,6 +79,9 @@ def _block(b: K.Block, scope: dict, in_par: bool, outer: set | None):
 
 
 def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
+    if isinstance(s, K.AtomicUpdate):
+        _atomic(s, scope, in_par, outer)
+        return
     for e in K.stm_exprs(s):
         _expr(e, scope)
     if isinstance(s, (K.Set, K.Alloc)):
@@ -110,9 +113,18 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
             raise KirError("for bounds and counter must be i64")
         _declare(scope, s.var)
         _block(s.body, scope, in_par, outer)
+    elif isinstance(s, K.LocalAlloc):
+        t = s.var.type
+        if not (isinstance(t, K.Ptr) and t.space == "local" and isinstance(t.elem, ScalarType)):
+            raise KirError(f"local alloc into {t!r} (needs a local pointer to scalars)")
+        if not isinstance(s.count, int) or s.count <= 0:
+            raise KirError(f"local alloc of {s.count!r} elements (needs a positive int)")
+        _declare(scope, s.var)
     elif isinstance(s, K.ParFor):
         if in_par:
             raise KirError("nested ParFor")
+        if s.group_size is not None:
+            _check_group_body(s)
         if s.var.type != I64 or K.type_of(s.count) != I64:
             raise KirError("ParFor counter and count must be i64")
         if s.parallel_if is not None and K.type_of(s.parallel_if) != BOOL:
@@ -133,11 +145,64 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
             raise KirError("free of a non-pointer")
 
 
+_GROUP_EXPRS = (K.LocalId, K.GroupId)
+_GROUP_STMS = (K.Barrier, K.LocalAlloc)
+
+
+def _atomic(s: K.AtomicUpdate, scope: dict, in_par: bool, outer: set | None):
+    pt = _expr(s.ptr, scope)
+    if not isinstance(pt, K.Ptr) or not isinstance(pt.elem, ScalarType) or pt.elem is BOOL \
+            or pt.elem.bits not in (32, 64):
+        raise KirError(f"atomic update through {pt!r} (needs 32- or 64-bit scalars)")
+    if _expr(s.index, scope) != I64:
+        raise KirError("atomic update index is not i64")
+    if s.old.type != pt.elem:
+        raise KirError(f"atomic update's old value {s.old.name} is not {pt.elem!r}")
+    if outer is not None and s.old.name in outer:
+        raise KirError(f"a ParFor body assigns {s.old.name}, declared outside it")
+    _declare(scope, s.old)
+    if _expr(s.value, scope) != pt.elem:
+        raise KirError(f"atomic update stores {K.type_of(s.value)!r} through {pt!r}")
+
+
+def _uses_group_ops(b: K.Block) -> bool:
+    def ex(e) -> bool:
+        return isinstance(e, _GROUP_EXPRS) or any(ex(c) for c in K.children(e))
+    return any(isinstance(s, _GROUP_STMS) or any(ex(e) for e in K.stm_exprs(s))
+               for s in _walk(b))
+
+
+def _check_group_body(p: K.ParFor) -> None:
+    if not isinstance(p.group_size, int) or p.group_size <= 0:
+        raise KirError(f"group size {p.group_size!r} (needs a positive int)")
+    if any(isinstance(s, (K.Fail, K.Alloc, K.Free)) for s in _walk(p.body)):
+        raise KirError("a work-group ParFor body may not Fail, Alloc or Free")
+    for s in _walk(p.body):
+        if isinstance(s, K.LocalAlloc) and s not in p.body.stms:
+            raise KirError(f"local alloc of {s.var.name} below the body's top level")
+
+
+def _check_group_ops_placement(b: K.Block) -> None:
+    """LocalId, GroupId, Barrier and LocalAlloc only in work-group ParFors."""
+    for s in b.stms:
+        if isinstance(s, K.ParFor):
+            if s.group_size is None and _uses_group_ops(s.body):
+                raise KirError("work-group operations in a ParFor without a group size")
+            continue
+        if isinstance(s, _GROUP_STMS) or any(
+                _uses_group_ops(K.Block((K.Set(K.KVar("_", K.I64), e),)))
+                for e in K.stm_exprs(s)):
+            raise KirError(f"work-group operation outside a ParFor: {s!r}")
+        for sb in K.sub_blocks(s):
+            _check_group_ops_placement(sb)
+
+
 def check_function(f: K.Function, module: K.Module | None = None) -> None:
     scope: dict = {}
     for p in f.params:
         _declare(scope, p)
     _block(f.body, scope, False, None)
+    _check_group_ops_placement(f.body)
     if module is not None:
         for s in _walk(f.body):
             if isinstance(s, K.Fail) and not 0 <= s.msg < len(module.messages):

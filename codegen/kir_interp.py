@@ -428,9 +428,17 @@ class _Interp:
             return [xs[j] for j in self.rng.permutation(len(xs))]
         return xs
 
+    def s_atomic(self, s, env, frozen):
+        # iterations run one at a time here, so the update is atomic
+        self.assign(s.old, self.eval(K.Load(s.ptr, s.index), env), env, frozen)
+        self.s_store(K.Store(s.ptr, s.index, s.value), env, frozen)
+
     def s_parfor(self, s, env, frozen):
         if self.in_par:
             raise KirInterpError("nested ParFor")
+        if s.group_size is not None:
+            raise KirInterpError("a work-group ParFor (GPU extension): the interpreter runs "
+                                 "the mc/ family's kernels only")
         n = max(int(self.eval(s.count, env)), 0)
         par = s.parallel_if is None or bool(self.eval(s.parallel_if, env))
         k = self.nthreads if par and n > 1 else 1
@@ -457,7 +465,7 @@ class _Interp:
 
     _STM = {K.Set: s_set, K.Store: s_store, K.Alloc: s_alloc, K.Free: s_free,
             K.CopyMem: s_copy, K.If: s_if, K.For: s_for, K.While: s_while,
-            K.Fail: s_fail, K.ParFor: s_parfor}
+            K.Fail: s_fail, K.ParFor: s_parfor, K.AtomicUpdate: s_atomic}
 
 
 def _argument(p: K.KVar, a):

@@ -29,6 +29,10 @@ def pretty_expr(e: K.Expr) -> str:
         return f"({pretty_expr(e.ptr)} + {pretty_expr(e.offset)})"
     if isinstance(e, K.NumThreads):
         return "num_threads()"
+    if isinstance(e, K.LocalId):
+        return "local_id()"
+    if isinstance(e, K.GroupId):
+        return "group_id()"
     return f"?{e!r}"
 
 
@@ -61,13 +65,21 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}}}")
         elif isinstance(s, K.ParFor):
             cond = f" if {pretty_expr(s.parallel_if)}" if s.parallel_if is not None else ""
-            out.append(f"{ind}parfor {s.var.name} in 0..{pretty_expr(s.count)}{cond} {{")
+            group = f" groups of {s.group_size}" if s.group_size is not None else ""
+            out.append(f"{ind}parfor {s.var.name} in 0..{pretty_expr(s.count)}{group}{cond} {{")
             _lines(s.body, ind + "  ", out, messages)
             out.append(f"{ind}}}")
         elif isinstance(s, K.Fail):
             msg = messages[s.msg] if 0 <= s.msg < len(messages) else f"#{s.msg}"
             args = "".join(", " + pretty_expr(a) for a in s.args)
             out.append(f"{ind}fail {s.kind}({msg!r}{args})")
+        elif isinstance(s, K.Barrier):
+            out.append(f"{ind}barrier")
+        elif isinstance(s, K.LocalAlloc):
+            out.append(f"{ind}{s.var.name}: {s.var.type!r} = local_alloc({s.count})")
+        elif isinstance(s, K.AtomicUpdate):
+            out.append(f"{ind}atomic {pretty_expr(s.ptr)}[{pretty_expr(s.index)}]: "
+                       f"{s.old.name} -> {pretty_expr(s.value)}")
         else:
             out.append(f"{ind}?{s!r}")
 

@@ -43,6 +43,7 @@ from pyshark.errors import InternalCompilerError
 from . import kir as K
 from . import scalar as S
 from .bounds import Facts
+from .target import MULTICORE, Target
 from .usage import live_after, use_counts
 
 
@@ -103,6 +104,7 @@ class Options:
     # (a fork-join costs ~10 us on these machines: TOOLCHAIN.md). The tests'
     # "kir" backend sets 1 to exercise the parallel algorithms at every size.
     par_min: int = 1 << 15
+    target: Target = MULTICORE          # which algorithm family (codegen/target.py)
 
 
 class Lowerer:
@@ -420,6 +422,12 @@ class Lowerer:
         if h is None:
             from . import lower_arrays
             h = lower_arrays.HANDLERS.get(type(e))
+        if h is None and self.options.target.gpu and not self.in_par:
+            from .gpu import SOAC_HANDLERS as GPU_HANDLERS
+            g = GPU_HANDLERS.get(type(e))
+            done = g(self, e, env, stm) if g is not None else None
+            if done is not None:
+                return done
         if h is None:
             from .mc import SOAC_HANDLERS
             h = SOAC_HANDLERS.get(type(e))

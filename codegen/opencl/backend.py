@@ -45,14 +45,14 @@ def translate_kernels(kernels: K.Module):
     """(host program, [kernel meta], the kernel IR spelled) of a kernel IR
     module: allocations in ParFor bodies expanded (expand.py), then host code
     and kernels (host.py, emit_cl.py); the meta are [name, [arg kinds],
-    can_fail] per kernel."""
+    can_fail, group size or None] per kernel."""
     from .expand import expand_allocations
     from .host import translate
     kernels = expand_allocations(kernels)
     K.check_module(kernels)
     hp = translate(kernels)
-    meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail]
-            for k in hp.kernels]
+    meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail,
+             k.group_size] for k in hp.kernels]
     return hp, meta, kernels
 
 
@@ -146,8 +146,9 @@ class OpenCLBackend(Backend):
 
     def compile(self, path: Path, source_text: str, directory: Path):
         from ..cpu.backend import abi_of, build_kernels
+        from . import runtime
         program = translate_and_check(path)
-        kernels = build_kernels(program, self.options)
+        kernels = build_kernels(program, self.options, target=runtime.device().target())
         hp, meta, kernels = translate_kernels(kernels)
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)
@@ -183,8 +184,15 @@ class OpenCLBackend(Backend):
                     f"this module computes with f64 in kernels: use f32, or another device "
                     f"(PYOPENCL_CTX) or backend")
             built = dev.program(cl_source, [k[0] for k in abi["kernels"]], abi["build_options"])
-            kernels = [(knl, wg, tuple(kinds), can_fail)
-                       for (knl, wg), (_, kinds, can_fail) in zip(built, abi["kernels"])]
+            kernels = []
+            for (knl, wg), (kname, kinds, can_fail, group) in zip(built, abi["kernels"]):
+                if group is not None:
+                    if group > dev.kernel_max_wg(knl):
+                        raise RuntimeError(
+                            f"kernel {kname} needs work-groups of {group}, more than the "
+                            f"OpenCL device {dev.name} runs it with")
+                    wg = group
+                kernels.append((knl, wg, tuple(kinds), can_fail))
         namespace: dict = {"__name__": f"pyshark_opencl_host_{abi['host_sha256'][:12]}"}
         exec(compile(py_source, str(directory / files["host"]), "exec"), namespace)
         return OpenCLModule(dev, namespace, kernels, abi["entries"], abi["messages"],

@@ -67,6 +67,7 @@ from .. import kir as K
 
 HEADER = "#pragma OPENCL FP_CONTRACT OFF\n"
 FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
+ATOM64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
 ERR = "pyshark_err"
 COUNT = "pyshark_n"
 
@@ -83,7 +84,7 @@ C_TYPES = {
 def reg_type(t: K.KType) -> str:
     """The OpenCL C type of a value in a register (a private variable)."""
     if isinstance(t, K.Ptr):
-        return f"__global {mem_type(t.elem)} *"
+        return f"__{t.space} {mem_type(t.elem)} *"
     return C_TYPES[t.value]
 
 
@@ -214,6 +215,8 @@ class Kernel:
     args: tuple                 # KernelArg, after (pyshark_n, pyshark_err)
     can_fail: bool
     uses_f64: bool
+    group_size: int | None = None   # a work-group kernel: launched in groups of this size
+    uses_atomics64: bool = False
 
 
 def c_name(kir_name: str) -> str:
@@ -257,6 +260,7 @@ class _KernelEmitter:
         self.ntemps = 0
         self.uses_f64 = False
         self.names: dict[str, str] = {}      # kir name -> C name
+        self.uses_atomics64 = False
 
     # -- helpers -----------------------------------------------------------
     def ctype(self, t: K.KType) -> str:
@@ -325,6 +329,10 @@ class _KernelEmitter:
             return f"{self.expr(e.ptr, ind)} + {self.expr(e.offset, ind)}"
         if isinstance(e, K.NumThreads):
             return "PYSHARK_NUM_THREADS"
+        if isinstance(e, K.LocalId):
+            return "(long)get_local_id(0)"
+        if isinstance(e, K.GroupId):
+            return "(long)get_group_id(0)"
         raise TypeError(f"not a kernel IR expression: {e!r}")
 
     def _fill(self, tmpl: str, t: ScalarType, **ops) -> str:
@@ -414,12 +422,52 @@ class _KernelEmitter:
             d, src, n = (self.expr(a, ind) for a in (s.dst, s.src, s.count))
             self._note(K.type_of(s.dst))
             out.append(f"{ind}for (long k = 0; k < {n}; k++) {d}[k] = {src}[k];")
+        elif isinstance(s, K.Barrier):
+            out.append(f"{ind}barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
+        elif isinstance(s, K.LocalAlloc):
+            pass                        # declared at the kernel's top (OpenCL C wants it there)
+        elif isinstance(s, K.AtomicUpdate):
+            self.atomic(s, ind)
         elif isinstance(s, (K.Alloc, K.Free)):
             raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
         elif isinstance(s, K.ParFor):
             raise NotImplementedError("nested ParFor (the checker rejects it)")
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    def atomic(self, s: K.AtomicUpdate, ind: str):
+        """An add of a 32/64-bit integer is atomic_add / atom_add; anything
+        else is a compare-and-swap loop on the element's bits."""
+        out = self.lines
+        t = s.old.type
+        wide = t.bits == 64
+        self.uses_atomics64 |= wide
+        bits_t = "ulong" if wide else "uint"
+        space = K.type_of(s.ptr).space
+        p, i = self.expr(s.ptr, ind), self.expr(s.index, ind)
+        old = self.name(s.old)
+        v = s.value
+        if (t.is_int and isinstance(v, K.Bin) and v.op == "add" and v.x == s.old
+                and s.old.name not in K.expr_vars(v.y)):
+            x = self.expr(v.y, ind)
+            fn = "atom_add" if wide else "atomic_add"
+            out.append(f"{ind}{old} = {fn}((volatile __{space} {C_TYPES[t.value]} *)({p} + {i}), {x});")
+            return
+        fn = "atom_cmpxchg" if wide else "atomic_cmpxchg"
+        out.append(f"{ind}{{")
+        inner = ind + "    "
+        out.append(f"{inner}volatile __{space} {bits_t} *const pa = "
+                   f"(volatile __{space} {bits_t} *)({p} + {i});")
+        out.append(f"{inner}{bits_t} cur = *pa;")
+        out.append(f"{inner}for (;;) {{")
+        body = inner + "    "
+        out.append(f"{body}{old} = as_{C_TYPES[t.value]}(cur);")
+        new = self.expr(v, body)
+        out.append(f"{body}const {bits_t} got = {fn}(pa, cur, as_{bits_t}({new}));")
+        out.append(f"{body}if (got == cur) break;")
+        out.append(f"{body}cur = got;")
+        out.append(f"{inner}}}")
+        out.append(f"{ind}}}")
 
     # -- the kernel ------------------------------------------------------------
     def kernel(self, name: str, p: K.ParFor) -> Kernel:
@@ -447,17 +495,29 @@ class _KernelEmitter:
         for s in _walk(p.body):
             if isinstance(s, (K.Set, K.For)):
                 declared.setdefault(s.var.name, s.var)
+            elif isinstance(s, K.AtomicUpdate):
+                declared.setdefault(s.old.name, s.old)
         i = self.name(p.var)
-        locals_ = [f"{ind}const long {i} = (long)get_global_id(0);",
-                   f"{ind}if ({i} >= {COUNT}) return;"]
+        locals_ = [f"{ind}const long {i} = (long)get_global_id(0);"]
+        if p.group_size is None:
+            locals_.append(f"{ind}if ({i} >= {COUNT}) return;")
+        for s in p.body.stms:
+            if isinstance(s, K.LocalAlloc):
+                mt = mem_type(s.var.type.elem)
+                self._note(s.var.type)
+                cn = self.name(s.var)
+                locals_.append(f"{ind}__local {mt} {cn}_mem[{s.count}];")
+                locals_.append(f"{ind}__local {mt} *const {cn} = {cn}_mem;")
         for v in declared.values():
             ct = self.ctype(v.type)
             locals_.append(f"{ind}{ct}{'' if ct.endswith('*') else ' '}{self.name(v)};")
         self.block(p.body, ind)
-        head = f"__kernel void {name}({', '.join(params)})"
+        attr = ("" if p.group_size is None else
+                f"__attribute__((reqd_work_group_size({p.group_size}, 1, 1)))\n")
+        head = f"{attr}__kernel void {name}({', '.join(params)})"
         src = "\n".join([head, "{"] + prologue + locals_ + self.lines + ["}"]) + "\n"
         return Kernel(name, src, tuple(KernelArg(v.name, v.type) for v in caps),
-                      block_can_fail(p.body), self.uses_f64)
+                      block_can_fail(p.body), self.uses_f64, p.group_size, self.uses_atomics64)
 
 
 def emit_kernel(name: str, p: K.ParFor) -> Kernel:
@@ -468,6 +528,8 @@ def emit_kernel(name: str, p: K.ParFor) -> Kernel:
 def program_source(kernels: list) -> str:
     """One OpenCL C program holding every kernel of a module."""
     head = HEADER
+    if any(k.uses_atomics64 for k in kernels):
+        head = ATOM64_PRAGMA + head
     if any(k.uses_f64 for k in kernels):
         head = FP64_PRAGMA + head
     guard = "#ifndef PYSHARK_NUM_THREADS\n#error \"build with -D PYSHARK_NUM_THREADS=<n>\"\n#endif\n"

@@ -125,6 +125,19 @@ class Device:
         self._zero_err()
         self.programs: dict = {}
 
+    def kernel_max_wg(self, knl) -> int:
+        """The largest work-group this device runs kernel `knl` with."""
+        return int(knl.get_work_group_info(self.cl.kernel_work_group_info.WORK_GROUP_SIZE,
+                                           self.dev))
+
+    def target(self):
+        """The lowering's target record for this device (codegen/target.py)."""
+        from ..target import gpu_target
+        dev = self.dev
+        return gpu_target(max_group=int(dev.max_work_group_size),
+                          local_mem=int(dev.local_mem_size),
+                          atomics64="cl_khr_int64_base_atomics" in dev.extensions)
+
     def _zero_err(self):
         self.cl.enqueue_copy(self.queue, self.err, np.zeros(_ERR_INTS, np.int32))
 

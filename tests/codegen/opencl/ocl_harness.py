@@ -52,8 +52,8 @@ class Built:
         self.kernels = []
         if meta:
             built = self.dev.program(self.host.cl_source, [k[0] for k in meta])
-            self.kernels = [(knl, wg, tuple(kinds), can_fail)
-                            for (knl, wg), (_, kinds, can_fail) in zip(built, meta)]
+            self.kernels = [(knl, group or wg, tuple(kinds), can_fail)
+                            for (knl, wg), (_, kinds, can_fail, group) in zip(built, meta)]
         self.ns: dict = {}
         exec(compile(self.host.py_source, f"<host{next(_counter)}>", "exec"), self.ns)
 

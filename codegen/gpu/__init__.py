@@ -1,0 +1,10 @@
+"""Work-group algorithms of the SOACs for GPUs, one file per primitive
+(Futhark's ImpGen/GPU layout): each lowers one core SOAC at host level to
+kernel IR that uses the GPU extension of kir.py (work-group ParFors, local
+memory, barriers, atomics). A handler returns None to decline (a shape it
+does not handle yet); the lowering then uses the mc/ algorithm, which is
+correct on any device.
+"""
+from __future__ import annotations
+
+SOAC_HANDLERS: dict = {}

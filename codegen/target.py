@@ -1,0 +1,38 @@
+"""The target record the lowering reads (DESIGN.md: mc/ and gpu/ read a
+target record instead of asking which backend they are in).
+
+`family` picks the algorithm family of the SOACs: "mc" (codegen/mc/:
+per-thread chunks, for the CPU backend, the kir interpreter, and as the
+fallback of every primitive gpu/ declines) or "gpu" (codegen/gpu/:
+work-group algorithms with local memory, barriers and atomics, for the
+OpenCL backend). The gpu numbers come from the device the module is
+compiled for (codegen/opencl/runtime.Device.target).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Target:
+    family: str = "mc"          # "mc" | "gpu"
+    group_size: int = 256       # gpu: work-items per group of a work-group kernel
+    local_mem: int = 32768      # gpu: bytes of local memory one group may use
+    atomics64: bool = False     # gpu: 64-bit atomic compare-and-swap exists
+
+    @property
+    def gpu(self) -> bool:
+        return self.family == "gpu"
+
+
+MULTICORE = Target()
+
+
+def gpu_target(max_group: int, local_mem: int, atomics64: bool) -> Target:
+    """A gpu target for a device's limits: groups of 256 work-items (or the
+    largest power of two the device allows), at most 32 KiB of local memory
+    a group (half of what most GPUs have per compute unit, so two groups fit)."""
+    g = 1
+    while g * 2 <= min(256, max_group):
+        g *= 2
+    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64)
