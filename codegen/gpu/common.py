@@ -1,0 +1,69 @@
+"""Pieces the work-group algorithms share: emitting a work-group ParFor,
+local memory, and asking whether generated code can fail (a work-group
+kernel may not: kir.py's GPU extension)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from pyshark.core.types import I64, ScalarType
+from pyshark.errors import InternalCompilerError
+
+from .. import kir as K
+from ..lower import Lowerer
+
+
+def walk(b: K.Block):
+    for s in b.stms:
+        yield s
+        for sb in K.sub_blocks(s):
+            yield from walk(sb)
+
+
+def can_fail(b: K.Block) -> bool:
+    """Whether a block of kernel IR can stop with an error (or allocates)."""
+    return any(isinstance(s, (K.Fail, K.Alloc, K.Free)) for s in walk(b))
+
+
+def group_size(lw: Lowerer) -> int:
+    return lw.options.target.group_size
+
+
+def group_for(lw: Lowerer, hint: str, count: K.Expr, body: Callable[[K.KVar], None]) -> None:
+    """A work-group ParFor over `count` work-items, rounded up to whole
+    groups of the target's group size: body(i) emits the code of work-item
+    i (the global index; it may be >= count, the body guards itself). SOACs
+    inside are sequential (in_par), as in any ParFor body. The body must not
+    fail (see kir.py): an InternalCompilerError says a gpu/ algorithm forgot
+    to keep failing code out."""
+    i = lw.var(hint, I64)
+    saved = lw.in_par
+    lw.in_par = True
+    try:
+        with lw.block() as blk:
+            body(i)
+    finally:
+        lw.in_par = saved
+    if can_fail(blk[0]):
+        raise InternalCompilerError("a work-group kernel body that can fail")
+    lw.emit(K.ParFor(i, count, blk[0], None, group_size=group_size(lw)))
+
+
+def local_alloc(lw: Lowerer, hint: str, elem: ScalarType, count: int) -> K.KVar:
+    """`count` elements of local memory (emit at the top of a group body)."""
+    p = lw.var(hint, K.Ptr(elem, "local"))
+    lw.emit(K.LocalAlloc(p, count))
+    return p
+
+
+def trial(lw: Lowerer, gen: Callable[[], object]):
+    """Runs gen() with statements collected aside and in_par set, returning
+    (its result, the block it emitted), so an algorithm can look at code
+    (can_fail) before choosing. The block is not emitted."""
+    saved = lw.in_par
+    lw.in_par = True
+    try:
+        with lw.block() as blk:
+            out = gen()
+    finally:
+        lw.in_par = saved
+    return out, blk[0]
