@@ -127,7 +127,7 @@ def _block(b: K.Block, in_par: bool) -> K.Block:
         if isinstance(s, K.If):
             out.append(K.If(s.cond, _block(s.then, in_par), _block(s.orelse, in_par)))
         elif isinstance(s, K.ParFor):
-            out.append(K.ParFor(s.var, s.count, _block(s.body, True), s.parallel_if))
+            out.append(K.ParFor(s.var, s.count, _block(s.body, True), s.parallel_if, s.group_size))
         elif isinstance(s, (K.For, K.While)):
             inner = _block(s.body, in_par)
             loop = (K.For(s.var, s.lo, s.hi, inner) if isinstance(s, K.For)

@@ -8,3 +8,9 @@ correct on any device.
 from __future__ import annotations
 
 SOAC_HANDLERS: dict = {}
+
+from pyshark.core import ir as _ir  # noqa: E402
+
+from .seghist import lower_reduce_by_index  # noqa: E402
+
+SOAC_HANDLERS[_ir.ReduceByIndex] = lower_reduce_by_index

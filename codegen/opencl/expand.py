@@ -114,7 +114,7 @@ class _Expander:
         freed = {stms[k].var for k in expand}
         body = [replace.get(k, t) for k, t in enumerate(stms)
                 if not (isinstance(t, K.Free) and t.ptr in freed)]
-        return before + [K.ParFor(p.var, n, K.Block(tuple(body)), p.parallel_if)] + after
+        return before + [K.ParFor(p.var, n, K.Block(tuple(body)), p.parallel_if, p.group_size)] + after
 
     def run(self) -> K.Module:
         fns = [K.Function(f.name, f.params, self.block(f.body)) for f in self.m.functions]
