@@ -319,6 +319,10 @@ def _h_iota(lw: Lowerer, e: ir.Iota, env, stm):
 def _h_replicate(lw: Lowerer, e: ir.Replicate, env, stm):
     n = _clamp0(lw, lw.scalar(e.n, env))
     v = lw.atom(e.value, env)
+    if not isinstance(v, (Arr, Delayed)) and can_delay(lw, [stm.pat[0].name]):
+        # read where consumed, as iota: a histogram's replicate(n, 1) of
+        # weights costs no memory traffic
+        return [Delayed(DelayedGroup(n, lambda i: [v]), 0, K.type_of(v))]
     if not isinstance(v, (Arr, Delayed)):
         out = lw.alloc("rep", K.type_of(v), (n,))
         _fill(lw, out, lambda i: v)
