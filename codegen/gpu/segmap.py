@@ -1,0 +1,386 @@
+"""segmap on a GPU: a host-level map as one work-item per element of its
+(flattened) index space, and a map of a reduction over a shared array with
+local-memory tiling.
+
+Three shapes, tried in order; anything else declines (None) before emitting
+a statement, and the multicore segmap (codegen/mc/segmap.py), which is
+correct on any device, lowers it.
+
+1. Map of a reduction over a shared array (tiled). The map's function is
+       prefix; ys' = map(g, ys1, ..., ysK); r = reduce(op, ne, ys'); suffix
+   where ys1..ysK are rank-1 arrays captured from outside the map (the same
+   for every element: n-body's bodies), the inner map reads them at its own
+   index only, and the widths are loop-invariant. This is the all-pairs
+   tiling of GPU Gems 3, ch. 31 (Nyland, Harris, Prins: "Fast N-Body
+   Simulation with CUDA"), which Futhark's GPU backend does as block tiling
+   of a SegMap whose body streams over a shared array: one work-item per map
+   element (work-group kernel of G work-items); the group walks ys in tiles
+   of G elements, each work-item loads one element of each ysk into local
+   memory (coalesced), a barrier, then every work-item folds the whole tile
+   (the same local address for all: a broadcast), a barrier. A work-item
+   past the map's width keeps loading and synchronising and stores nothing.
+   The fold runs in index order, tile after tile: the same association as
+   the sequential fold. Full tiles loop to a constant G (unrollable), the
+   last partial tile to what is left.
+   A work-group kernel may not fail (kir.py): the prefix statements that do
+   not depend on the element (sizes, shape asserts, scalar arithmetic) run
+   once on the host before the launch, under `width > 0` (Python mode runs
+   them at element 0, so the errors and their order are the same); when
+   the per-element code can still fail (an index check, an integer
+   division), the untiled form is used (the mc segmap: one work-item per
+   element with a sequential inner reduction).
+2. Perfect map nests, map(map(... map(f) ...)) with f returning scalars and
+   every width known before the nest: one work-item per element of the
+   n-D space, flattened row-major (innermost dimension fastest, so
+   consecutive work-items write, and usually read, consecutive addresses:
+   coalesced), the indices recovered by div/mod of the flat index (Futhark's
+   SegMap over a multi-dimensional SegSpace, moderate flattening). The
+   statements of the outer functions before their inner map must be cheap
+   (scalar code, sizes, asserts, indexing, iota): they run once per element.
+   Producer fusion (Delayed inputs) and par_for's bounds-check versioning
+   apply as for any parallel loop.
+3. One-dimensional maps already are one work-item per element (mc's
+   segmap, with its Delayed fusion), except for the multicore row split of
+   a flat A x B index (one iteration per row, for the CPU's caches): here
+   the map stays one work-item per element.
+"""
+from __future__ import annotations
+
+from contextlib import ExitStack
+from types import SimpleNamespace
+from typing import Optional
+
+from pyshark.core import ir
+from pyshark.core.types import I64, ScalarType
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Arr, Delayed, Lowerer, Scope, _product
+from ..lower_arrays import can_delay
+from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
+from ..mc.segmap import _row_split
+from ..usage import free_vars, use_counts
+from .common import can_fail, group_size, trial
+
+
+def lower_map(lw: Lowerer, e: ir.Map, env, stm):
+    if lw.in_par or not lw.options.parallel:
+        return None
+    done = tiled_map_reduce(lw, e, env, stm)
+    if done is not None:
+        return done
+    levels = perfect_nest(lw, e, env)
+    if levels is not None:
+        return flat_nest(lw, e, env, levels, stm)
+    if (all_scalar(e.lam.ret) and not can_delay(lw, [v.name for v in stm.pat])
+            and _row_split(lw, e, env, lw.scalar(e.width, env)) is not None):
+        return plain_map(lw, e, env, stm)
+    return None
+
+
+# ---------------------------------------------------------------------------
+# 3. one work-item per element of a one-dimensional map
+
+
+def plain_map(lw: Lowerer, e: ir.Map, env, stm):
+    n = lw.scalar(e.width, env)
+    arrs = [lw.array(a, env) for a in e.arrs]
+    check_width(lw, n, e.arrs, arrs, stm.loc, "map")
+    outs = [lw.alloc("map", t, (n,)) for t in e.lam.ret]
+
+    def body(i):
+        res = lw.apply(e.lam.params, e.lam.body, env, elements(lw, arrs, i), new_frame=True)
+        for o, (r, _) in zip(outs, res):
+            lw.emit(K.Store(o.data, i, r))
+    lw.par_for("i", n, body)
+    return outs
+
+
+# ---------------------------------------------------------------------------
+# 2. perfect nests, flattened
+
+# Statements an outer function of a nest may run before its inner map: they
+# are evaluated once per element of the flattened space, so nothing that
+# loops or allocates.
+_CHEAP = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Assert, ir.Size,
+          ir.Index, ir.Iota)
+
+
+def perfect_nest(lw: Lowerer, e: ir.Map, env) -> Optional[list]:
+    """The levels of a perfect nest of depth >= 2 rooted at e, as
+    [(map expression, index of its inner map statement or None, width)],
+    widths being host expressions; None if e is not one."""
+    shapes: dict = {}       # array names bound in the nest -> host shape (None: unknown)
+    sizes: dict = {}        # scalar names bound in the nest -> host value
+    bound: set = set()
+
+    def host_shape(name: str):
+        if name in bound:
+            return shapes.get(name)
+        v = env.get(name)
+        return v.shape if isinstance(v, (Arr, Delayed)) else None
+
+    levels = []
+    cur, width = e, lw.scalar(e.width, env)
+    while True:
+        lam = cur.lam
+        for p, a in zip(lam.params, cur.arrs):
+            bound.add(p.name)
+            sh = host_shape(a.name)
+            if not isinstance(p.type, ScalarType) and sh is not None:
+                shapes[p.name] = tuple(sh[1:])
+        if all_scalar(lam.ret):
+            levels.append((cur, None, width))
+            break
+        body = lam.body
+        if not body.stms:
+            return None
+        last = body.stms[-1]
+        inner = last.exp
+        if (not isinstance(inner, ir.Map) or len(last.pat) != len(body.result)
+                or any(not isinstance(r, ir.Var) or r.name != v.name
+                       for r, v in zip(body.result, last.pat))):
+            return None
+        for s in body.stms[:-1]:
+            if not isinstance(s.exp, _CHEAP):
+                return None
+            for v in s.pat:
+                bound.add(v.name)
+            if isinstance(s.exp, ir.Size):
+                sh = host_shape(s.exp.arr.name)
+                if sh is not None:
+                    sizes[s.pat[0].name] = sh[s.exp.dim]
+            elif isinstance(s.exp, ir.Index):
+                sh = host_shape(s.exp.arr.name)
+                if sh is not None and len(s.exp.idxs) < len(sh):
+                    shapes[s.pat[0].name] = tuple(sh[len(s.exp.idxs):])
+        levels.append((cur, len(body.stms) - 1, width))
+        w = inner.width
+        if isinstance(w, ir.Const):
+            width = S.const(w.value, I64)
+        elif w.name in sizes:
+            width = sizes[w.name]
+        elif w.name not in bound and isinstance(env.get(w.name), (K.KVar, K.KConst)):
+            width = env[w.name]
+        else:
+            return None
+        cur = inner
+    return levels if len(levels) >= 2 else None
+
+
+def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
+    """One parallel loop over the product of the nest's widths; iteration f
+    is the element (i0, ..., i_{d-1}) of the row-major order."""
+    d = len(levels)
+    widths = [lw.let("nw", w) for _, _, w in levels]
+    arrs = [lw.array(a, env) for a in e.arrs]
+    check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
+    innermost = levels[-1][0].lam
+    outs = [lw.alloc("map", t, tuple(widths)) for t in innermost.ret]
+    total = lw.let("tot", _product(widths))
+
+    def body(f):
+        idxs = [None] * d
+        rest: K.Expr = f
+        with ExitStack() as facts:
+            for k in range(d - 1, 0, -1):
+                q = lw.let("q", K.Bin("div", rest, widths[k]))
+                idxs[k] = lw.var("ix", I64)
+                lw.emit(K.Set(idxs[k], S.b("sub", rest, S.b("mul", q, widths[k]))))
+                facts.enter_context(lw.loop_facts(idxs[k], ZERO, widths[k]))
+                rest = q
+            if d > 1:
+                idxs[0] = lw.var("ix", I64)
+                lw.emit(K.Set(idxs[0], rest))
+                facts.enter_context(lw.loop_facts(idxs[0], ZERO, widths[0]))
+            _level(lw, levels, 0, arrs, env, idxs, widths, outs, f, stm)
+    lw.par_for("i", total, body)
+    return outs
+
+
+def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, outs, f, stm):
+    cur, upto, _ = levels[k]
+    lam = cur.lam
+    args = elements(lw, arrvals, idxs[k])
+    if upto is None:
+        res = lw.apply(lam.params, lam.body, env, args, new_frame=True)
+        for o, (r, _) in zip(outs, res):
+            lw.emit(K.Store(o.data, f, r))
+        return
+    penv = dict(env)
+    penv.update({p.name: a for p, a in zip(lam.params, args)})
+    with lw.open_body(lam.body, upto, penv) as renv:
+        inner = lam.body.stms[upto].exp
+        cols = [lw.array(a, renv) for a in inner.arrs]
+        check_width(lw, widths[k + 1], inner.arrs, cols, stm.loc, "map")
+        _level(lw, levels, k + 1, cols, renv, idxs, widths, outs, f, stm)
+
+
+# ---------------------------------------------------------------------------
+# 1. map of a reduction over a shared array, tiled in local memory
+
+# What may run once on the host before the tiled kernel (element-invariant
+# statements of the map's function): no memory, no loops.
+_HOSTABLE = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Assert, ir.Size)
+# What may run per work-item around the fold.
+_PER_ITEM = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Size, ir.Index)
+
+
+def _match_map_reduce(lw: Lowerer, e: ir.Map, env):
+    """The parts of the tiled shape (see the module docstring), or None."""
+    lam = e.lam
+    if not all_scalar(lam.ret) or not e.arrs:
+        return None
+    stms = lam.body.stms
+    soacs = [k for k, s in enumerate(stms) if not isinstance(s.exp, _PER_ITEM + _HOSTABLE)]
+    if len(soacs) != 2:
+        return None
+    m, r = soacs
+    mp, red = stms[m].exp, stms[r].exp
+    if not (isinstance(mp, ir.Map) and isinstance(red, ir.Reduce) and r == m + 1):
+        return None
+    if not all_scalar(mp.lam.ret) or not all_scalar(red.lam.ret) or not mp.arrs:
+        return None
+    outs = [v.name for v in stms[m].pat]
+    counts = use_counts(lam.body)
+    if (sorted(a.name for a in red.arrs) != sorted(outs)
+            or any(counts.get(o, 0) != 1 for o in outs)
+            or any(isinstance(a, ir.Var) and a.name in outs for a in red.neutral)
+            or any(o in free_vars(red.lam) for o in outs)):
+        return None
+    # element-dependent names: the params and whatever is computed from them
+    dep = {p.name for p in lam.params}
+    host, item = [], []
+    for s in stms[:m]:
+        fv = free_vars(s.exp)
+        if isinstance(s.exp, _HOSTABLE) and not (fv & dep):
+            host.append(s)
+        else:
+            if not isinstance(s.exp, _PER_ITEM):
+                return None
+            item.append(s)
+            dep |= {v.name for v in s.pat}
+    inside = dep | {v.name for s in stms for v in s.pat}
+    hostnames = {v.name for s in host for v in s.pat}
+    shared = []
+    for a in mp.arrs:
+        v = env.get(a.name)
+        if a.name in inside or not isinstance(v, Arr) or v.rank != 1:
+            return None
+        shared.append(v)
+    for w in (mp.width, red.width):
+        if isinstance(w, ir.Var) and (w.name in dep or (w.name in inside
+                                                       and w.name not in hostnames)):
+            return None
+    for s in stms[r + 1:]:
+        if not isinstance(s.exp, _PER_ITEM):
+            return None
+    G = group_size(lw)
+    if G * sum(v.elem.dtype.itemsize for v in shared) > lw.options.target.local_mem:
+        return None
+    return SimpleNamespace(m=m, r=r, mp=mp, red=red, host=host, item=item, shared=shared,
+                           outs=outs)
+
+
+def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
+    p = _match_map_reduce(lw, e, env)
+    if p is None:
+        return None
+    lam = e.lam
+    G = group_size(lw)
+    Gc = S.const(G, I64)
+    n = lw.scalar(e.width, env)
+    saved = (lw.live, getattr(lw, "rest", None), getattr(lw, "body_counts", None))
+    lw.scopes.append(Scope(frame=lw.frame))
+    try:
+        # -- host: the width checks, and (under n > 0) the element-invariant
+        # statements and the inner widths, all collected before deciding
+        with lw.block() as pre:
+            arrs = [lw.array(a, env) for a in e.arrs]
+            check_width(lw, n, e.arrs, arrs, stm.loc, "map")
+        henv = dict(env)
+        with lw.block() as guarded:
+            for s in p.host:
+                for v, val in zip(s.pat, lw.lower_exp(s, henv)):
+                    henv[v.name] = val
+            mw = lw.scalar(p.mp.width, henv)
+            rw = lw.scalar(p.red.width, henv)
+            check_width(lw, mw, p.mp.arrs, p.shared, stm.loc, "map")
+            check_width(lw, rw, p.red.arrs,
+                        [SimpleNamespace(shape=(mw,)) for _ in p.red.arrs], stm.loc, "reduce")
+            full = lw.let("ft", K.Bin("div", mw, Gc))        # whole tiles
+            tail = lw.let("tl", S.b("sub", mw, S.b("mul", full, Gc)))
+        out_ptrs = [lw.var("map", K.Ptr(t)) for t in lam.ret]
+        gi = lw.var("gi", I64)
+
+        def kernel():
+            tiles = [lw.var("tile", K.Ptr(v.elem, "local")) for v in p.shared]
+            for t in tiles:
+                lw.emit(K.LocalAlloc(t, G))
+            lid = lw.let("lid", K.LocalId())
+            live = lw.let("live", S.b("lt", gi, n))
+            i = lw.let("i", K.Sel(live, gi, ZERO))
+            kenv = dict(henv)
+            kenv.update({q.name: a for q, a in zip(lam.params, elements(lw, arrs, i))})
+            for s in p.item:
+                for v, val in zip(s.pat, lw.lower_exp(s, kenv)):
+                    kenv[v.name] = val
+            accs = [lw.var("acc", t) for t in p.red.lam.ret]
+            for a, x in zip(accs, p.red.neutral):
+                lw.emit(K.Set(a, lw.atom(x, kenv)))
+            produced = [v.name for v in lam.body.stms[p.m].pat]
+            order = [produced.index(a.name) for a in p.red.arrs]
+
+            def tile(t, count, whole):
+                base = lw.let("tb", S.b("mul", t, Gc))
+                j = lw.let("j", S.b("add", base, lid))
+                with lw.block() as ld:
+                    for tl, v in zip(tiles, p.shared):
+                        lw.emit(K.Store(tl, lid, K.Load(v.data, j)))
+                if whole:
+                    for s in ld[0].stms:
+                        lw.emit(s)
+                else:
+                    lw.emit(K.If(S.b("lt", j, mw), ld[0]))
+                lw.emit(K.Barrier())
+
+                def step(jj):
+                    xs = [lw.let("y", K.Load(tl, jj)) for tl in tiles]
+                    vals = [r for r, _ in lw.apply(p.mp.lam.params, p.mp.lam.body, kenv, xs,
+                                                   new_frame=True)]
+                    new = apply_op(lw, p.red.lam, kenv, accs + [vals[k] for k in order],
+                                   reassoc=True)
+                    for a, x in zip(accs, new):
+                        lw.emit(K.Set(a, x))
+                lw.for_range("jj", ZERO, count, step)
+                lw.emit(K.Barrier())
+            lw.for_range("t", ZERO, full, lambda t: tile(t, Gc, True))
+            with lw.block() as last:
+                tile(full, tail, False)
+            lw.emit(K.If(S.b("gt", tail, ZERO), last[0]))
+            for v, a in zip(lam.body.stms[p.r].pat, accs):
+                kenv[v.name] = a
+            for s in lam.body.stms[p.r + 1:]:
+                for v, val in zip(s.pat, lw.lower_exp(s, kenv)):
+                    kenv[v.name] = val
+            with lw.block() as st:
+                for o, x in zip(out_ptrs, lam.body.result):
+                    lw.emit(K.Store(o, gi, lw.atom(x, kenv)))
+            lw.emit(K.If(live, st[0]))
+
+        _, body = trial(lw, kernel)
+    finally:
+        lw.scopes.pop()
+        lw.live, lw.rest, lw.body_counts = saved
+    if can_fail(body):
+        return None             # the untiled form (mc): failing code in plain ParFors
+    for s in pre[0].stms:
+        lw.emit(s)
+    outs = []
+    for ptr, t in zip(out_ptrs, lam.ret):
+        lw.emit(K.Alloc(ptr, n))
+        lw.scopes[-1].owned.append(ptr)
+        outs.append(Arr(ptr, ptr, (n,), t, frozenset({ptr.name})))
+    launch = K.ParFor(gi, n, body, None, group_size=G)
+    lw.emit(K.If(S.b("gt", n, ZERO), K.Block(guarded[0].stms + (launch,))))
+    return outs
