@@ -194,8 +194,35 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
                 lw.emit(K.Set(idxs[0], rest))
                 facts.enter_context(lw.loop_facts(idxs[0], ZERO, widths[0]))
             _level(lw, levels, 0, arrs, env, idxs, widths, outs, f, stm)
-    lw.par_for("i", total, body)
+    with lw.block() as flat:
+        lw.par_for("i", total, body)
+    # With an inner width 0 no element exists, but Python mode still runs
+    # the outer functions' statements for each outer index (an assert of
+    # zipped rows' lengths, say): when they can fail, an empty space runs
+    # them alone, one work-item per outer element with loops for the rest.
+    with lw.block() as empty:
+        lw.par_for("i", widths[0], lambda i: _outer_only(lw, levels, 0, arrs, env, i,
+                                                         widths, stm))
+    if can_fail(empty[0]):
+        lw.emit(K.If(S.b("eq", total, ZERO), empty[0], flat[0]))
+    else:
+        for s in flat[0].stms:
+            lw.emit(s)
     return outs
+
+
+def _outer_only(lw: Lowerer, levels, k, arrvals, env, i, widths, stm):
+    cur, upto, _ = levels[k]
+    lam = cur.lam
+    penv = dict(env)
+    penv.update({p.name: a for p, a in zip(lam.params, elements(lw, arrvals, i))})
+    with lw.open_body(lam.body, upto, penv) as renv:
+        inner = lam.body.stms[upto].exp
+        cols = [lw.array(a, renv) for a in inner.arrs]
+        check_width(lw, widths[k + 1], inner.arrs, cols, stm.loc, "map")
+        if k + 2 < len(levels):
+            lw.for_range("j", ZERO, widths[k + 1],
+                         lambda j: _outer_only(lw, levels, k + 1, cols, renv, j, widths, stm))
 
 
 def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, outs, f, stm):
