@@ -71,7 +71,11 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         return done
     levels = perfect_nest(lw, e, env)
     if levels is not None:
-        return flat_nest(lw, e, env, levels, stm)
+        saved = (lw.live, lw.rest, lw.body_counts)
+        try:
+            return flat_nest(lw, e, env, levels, stm)
+        finally:       # open_body rebinds them for the functions' statements
+            lw.live, lw.rest, lw.body_counts = saved
     if (all_scalar(e.lam.ret) and not can_delay(lw, [v.name for v in stm.pat])
             and _row_split(lw, e, env, lw.scalar(e.width, env)) is not None):
         return plain_map(lw, e, env, stm)
@@ -317,7 +321,7 @@ def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     G = group_size(lw)
     Gc = S.const(G, I64)
     n = lw.scalar(e.width, env)
-    saved = (lw.live, getattr(lw, "rest", None), getattr(lw, "body_counts", None))
+    saved = (lw.live, lw.rest, lw.body_counts)
     lw.scopes.append(Scope(frame=lw.frame))
     try:
         # -- host: the width checks, and (under n > 0) the element-invariant
