@@ -90,6 +90,12 @@ def lookups(table: F32s, xs: F32s, idx: ps.Array[ps.i64]) -> F32s:
 
 
 @ps.entry
+def count_below(xs: ps.Array[ps.i32], flags: ps.Array[bool], ys: ps.Array[ps.i32]) -> ps.Array[ps.i64]:
+    return ps.map(lambda x: ps.reduce(lambda a, b: a + b, 0,
+                                      ps.map(lambda f, y: 1 if f and y < x else 0, flags, ys)), xs)
+
+
+@ps.entry
 def matmul(a: M32, b: M32) -> M32:
     bt = ps.transpose(b)
     return ps.map(lambda row: ps.map(lambda col: ps.reduce(lambda x, y: x + y, ps.f32(0),
@@ -209,6 +215,14 @@ def test_map_of_tuple_reduce_with_prefix_and_suffix(source, n):
     assert type(err).__name__ == "ShapeError"
 
 
+@pytest.mark.parametrize("n", [0, 1, 7, 257, 1000])
+def test_map_of_reduce_over_shared_bool_and_int_arrays(source, n):
+    xs = rng.integers(-50, 50, n).astype(np.int32)
+    flags = rng.integers(0, 2, 600).astype(bool)
+    ys = rng.integers(-50, 50, 600).astype(np.int32)
+    _both(source, "count_below", xs, flags, ys)
+
+
 def test_map_of_reduce_that_can_fail_is_untiled(source):
     xs = np.array([3, 1, -2, 5] * 70, dtype=np.int64)
     ys = np.arange(-300, 300, dtype=np.int64)
@@ -297,7 +311,7 @@ def test_nests_are_one_work_item_per_element(kernels, entry):
             assert not _loops(p.body), entry
 
 
-@pytest.mark.parametrize("entry", ["pairwise", "pairwise64"])
+@pytest.mark.parametrize("entry", ["pairwise", "pairwise64", "count_below"])
 def test_map_of_reduce_is_a_tiled_work_group_kernel(kernels, entry):
     groups = [p for p in _parfors(kernels, entry) if p.group_size is not None]
     assert len(groups) == 1
