@@ -54,7 +54,7 @@ def _load_in_new_process(backend: str, cache: str, paths: list[Path]) -> tuple[d
     return {Path(p): tuple(v) for p, v in json.loads(done.stdout).items()}, total
 
 
-def compile_report(backends: list[str], benches, rows) -> list[dict]:
+def compile_report(backends: list[str], benches) -> list[dict]:
     modules = list(dict.fromkeys(b.path for b in benches))
     report = []
     for backend in backends:
@@ -92,10 +92,11 @@ def compile_report(backends: list[str], benches, rows) -> list[dict]:
             report += entries
         finally:
             shutil.rmtree(cache, ignore_errors=True)
-    return report + _peer_reference(rows)
+    return report + _peer_overhead()
 
 
-def _peer_reference(rows) -> list[dict]:
+def numba_first_calls(rows) -> list[dict]:
+    """Numba's compile per program: its first call at the smallest size run (from the rows)."""
     out = []
     firsts = {}
     for r in rows:
@@ -106,6 +107,11 @@ def _peer_reference(rows) -> list[dict]:
     for k, r in firsts.items():
         out.append({"target": "numba", "program": k, "cold_s": r["first_call_s"],
                     "note": "numba: cold compile = the first call at the smallest size run"})
+    return out
+
+
+def _peer_overhead() -> list[dict]:
+    out = []
     try:
         from numba import njit
 
