@@ -42,12 +42,15 @@ def _call_time(call) -> float:
 
 def _load_in_new_process(backend: str, cache: str, paths: list[Path]) -> tuple[dict, float]:
     """{path: (seconds, from cache)} measured in a fresh interpreter, and its total wall time."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
-                                                                     os.environ.get("PYTHONPATH")])))
+    # the repository last: where PyShark is installed elsewhere (PYTHONPATH=/tmp/site), its
+    # source folder must not shadow the installed package (pyshark.codegen lives in codegen/)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                                     str(REPO)])))
+    safe = ["-P"] if getattr(sys.flags, "safe_path", False) else []
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "benchmarks.compile_report", backend, cache,
-                           *map(str, paths)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=600)
+    done = subprocess.run([sys.executable, *safe, "-m", "benchmarks.compile_report", backend,
+                           cache, *map(str, paths)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
     total = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"the loading process failed: {done.stderr.strip()[-500:]}")
