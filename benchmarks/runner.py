@@ -281,6 +281,8 @@ def run_case(bench, size, targets, opts, progress, *, previous=None, emit=None,
         try:
             with time_limit(clock.left()):
                 call = target.prepare(bench, args)          # compile or load, upload
+            if row is not None and target.note and target.note not in row["note"]:
+                row["note"] = _join(row["note"], target.note)
             with time_limit(limit):
                 out, first, last = first_calls(call, opts.warmup, opts.budget)
             out = host_value(call, out)
@@ -507,9 +509,7 @@ def main(argv: list[str] | None = None) -> int:
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "seed": opts.seed,
             "sizes": sizes, "targets": [t.name for t in targets], "notes": notes,
             "check_only": opts.check_only}
-    for t in targets:
-        if t.note:
-            notes.append(f"{t.name}: {t.note}")
+    notes += [f"{t.name}: {t.note}" for t in targets if t.note]
     earlier = log.all()[0] if log.runs else {}
     if not opts.check_only and not opts.compile_report_only:
         if "copy_gbs" in earlier:            # a resumed run measured the machine already

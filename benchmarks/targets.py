@@ -141,9 +141,10 @@ class BackendTarget(Target):
         self.want_device_arrays = (backend in DEVICE_BACKENDS if device_arrays is None
                                    else device_arrays)
         self.resident = None            # known after the first wrapper
-        self._uploader = None
         if backend in DEVICE_BACKENDS:
             self.device = _backend_device(backend)
+        if self.want_device_arrays and not _takes_device_arrays():
+            self.note = "transfers included (this Wrapper has no device_arrays)"
 
     def wrapper(self, bench, path=None, module=None):
         from pyshark import CompileError
@@ -170,7 +171,12 @@ class BackendTarget(Target):
         fn = getattr(w, bench.entry)
         if not self.resident:
             return lambda: fn(*args)     # host arrays in, host arrays out: complete on return
-        dargs = tuple(self.to_device(w, a) if isinstance(a, np.ndarray) else a for a in args)
+        try:
+            dargs = tuple(self.to_device(w, a) if isinstance(a, np.ndarray) else a
+                          for a in args)
+        except Exception as exc:      # no way onto the device: host inputs, said in the row
+            self.note = f"inputs from the host, transfers included ({_short(exc)})"
+            dargs = args
         finish = self._finisher(w)
 
         def call():
@@ -207,6 +213,22 @@ class BackendTarget(Target):
                 queue.finish()
 
         return finish
+
+
+def _takes_device_arrays() -> bool:
+    import inspect
+
+    from pyshark import Wrapper
+    try:
+        params = inspect.signature(Wrapper.__init__).parameters
+    except (TypeError, ValueError):
+        return True                   # cannot tell: try it (_make_wrapper falls back)
+    return "device_arrays" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"[:160]
 
 
 def _backend_device(backend: str) -> str:
