@@ -42,19 +42,22 @@ def _call_time(call) -> float:
 
 def _load_in_new_process(backend: str, cache: str, paths: list[Path]) -> tuple[dict, float]:
     """{path: (seconds, from cache)} measured in a fresh interpreter, and its total wall time."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO),
-                                                                     os.environ.get("PYTHONPATH")])))
+    # the repository last: where PyShark is installed elsewhere (PYTHONPATH=/tmp/site), its
+    # source folder must not shadow the installed package (pyshark.codegen lives in codegen/)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [os.environ.get("PYTHONPATH"),
+                                                                     str(REPO)])))
+    safe = ["-P"] if getattr(sys.flags, "safe_path", False) else []
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "benchmarks.compile_report", backend, cache,
-                           *map(str, paths)], capture_output=True, text=True, env=env, cwd=REPO,
-                          timeout=600)
+    done = subprocess.run([sys.executable, *safe, "-m", "benchmarks.compile_report", backend,
+                           cache, *map(str, paths)], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=600)
     total = time.perf_counter() - t0
     if done.returncode != 0:
         raise RuntimeError(f"the loading process failed: {done.stderr.strip()[-500:]}")
     return {Path(p): tuple(v) for p, v in json.loads(done.stdout).items()}, total
 
 
-def compile_report(backends: list[str], benches, rows) -> list[dict]:
+def compile_report(backends: list[str], benches) -> list[dict]:
     modules = list(dict.fromkeys(b.path for b in benches))
     report = []
     for backend in backends:
@@ -92,10 +95,11 @@ def compile_report(backends: list[str], benches, rows) -> list[dict]:
             report += entries
         finally:
             shutil.rmtree(cache, ignore_errors=True)
-    return report + _peer_reference(rows)
+    return report + _peer_overhead()
 
 
-def _peer_reference(rows) -> list[dict]:
+def numba_first_calls(rows) -> list[dict]:
+    """Numba's compile per program: its first call at the smallest size run (from the rows)."""
     out = []
     firsts = {}
     for r in rows:
@@ -106,6 +110,11 @@ def _peer_reference(rows) -> list[dict]:
     for k, r in firsts.items():
         out.append({"target": "numba", "program": k, "cold_s": r["first_call_s"],
                     "note": "numba: cold compile = the first call at the smallest size run"})
+    return out
+
+
+def _peer_overhead() -> list[dict]:
+    out = []
     try:
         from numba import njit
 

@@ -11,7 +11,37 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-STATUS_TEXT = {"skipped": "skipped", "error": "ERROR", "mismatch": "MISMATCH"}
+STATUS_TEXT = {"skipped": "skipped", "error": "ERROR", "mismatch": "MISMATCH",
+               "timeout": "TIMEOUT"}
+
+
+def _target_rank(name: str) -> tuple:
+    """Backends first (in the registry's order), then peers (in PEER_MODULES' order)."""
+    from .peers import PEER_MODULES
+    try:
+        from pyshark.wrapper import registry
+        backends = ["ps." + b for b in registry.known_backends()]
+    except Exception:
+        backends = []
+    if name in backends:
+        return (0, backends.index(name), name)
+    if name.startswith("ps."):
+        return (0, len(backends), name)
+    peers = list(PEER_MODULES)
+    return (1, peers.index(name) if name in peers else len(peers), name)
+
+
+def sort_rows(rows) -> list:
+    """Rows in suite order: program, size (smallest first), target."""
+    from .suite import BENCHMARKS, SIZES
+    programs = [b.name for b in BENCHMARKS]
+
+    def key(r):
+        return (programs.index(r["program"]) if r["program"] in programs else len(programs),
+                SIZES.index(r["size"]) if r["size"] in SIZES else len(SIZES),
+                _target_rank(r["target"]))
+
+    return sorted(rows, key=key)
 
 
 def add_rates(rows, bench, size, reference) -> None:
@@ -27,7 +57,9 @@ def add_rates(rows, bench, size, reference) -> None:
             row["gflops"] = bench.flops(params, reference) / t / 1e9
 
 
-def add_ratios(rows, copy_gbs: float | None) -> None:
+def add_ratios(rows, copy_gbs: float | None, gpu_copy_gbs: float | None = None) -> None:
+    """Ratio to the best peer; % copy against the copy bandwidth of the row's device
+    (the host's, or the GPU's measured by CuPy for GPU targets)."""
     best = {}
     for r in rows:
         if r["kind"] == "peer" and r.get("median"):
@@ -39,8 +71,12 @@ def add_ratios(rows, copy_gbs: float | None) -> None:
         if r.get("median") and key in best:
             r["ratio"] = r["median"] / best[key][0]
             r["best_peer"] = best[key][1]
-        if copy_gbs and r.get("gbs") and r.get("streaming"):
-            r["pct_copy"] = 100.0 * r["gbs"] / copy_gbs
+        else:
+            r.pop("ratio", None)
+            r.pop("best_peer", None)
+        bound = gpu_copy_gbs if r.get("device") == "gpu" else copy_gbs
+        if bound and r.get("gbs") and r.get("streaming"):
+            r["pct_copy"] = 100.0 * r["gbs"] / bound
 
 
 def fmt_time(t: float | None) -> str:
@@ -116,7 +152,7 @@ def _busy_notes(rows) -> list[str]:
 
 
 def text_report(info, rows, compile_rows) -> str:
-    lines = _machine_lines(info)
+    lines = [f"command: {c}" for c in _commands(info)] + _machine_lines(info)
     lines += [f"note: {n}" for n in info["notes"] + _busy_notes(rows)]
     table = [HEADER] + _table_rows(rows)
     widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER))]
@@ -130,6 +166,10 @@ def text_report(info, rows, compile_rows) -> str:
         lines.append("")
         lines += [f"{r['program']}/{r['size']} {r['target']}: {r['status']}: {r['note']}"
                   for r in odd]
+    goals = gpu_goals(info, rows)
+    if goals:
+        lines += ["", "the GPU issue's targets (ps.opencl against the peer the issue names):"]
+        lines += [f"  {g[0]}/{g[1]}: {g[2]}: {g[3]}: {g[4]}" for g in goals]
     if compile_rows:
         lines += ["", "compile time and call overhead:"] + compile_text(compile_rows)
     return "\n".join(lines)
@@ -179,13 +219,32 @@ def pivot(rows) -> tuple[list[str], list[list[str]]]:
     return ["program", "size"] + targets, body
 
 
+def _commands(info) -> list[str]:
+    c = info.get("command", "?")
+    return c if isinstance(c, list) else [c]
+
+
 def markdown_report(info, rows, compile_rows) -> str:
-    lines = [f"Command: `{info['command']}` ({info['started']}, {info['elapsed_s']:.0f} s)", ""]
+    commands = _commands(info)
+    runs = info.get("runs", 1)
+    when = (f"{info['started']}, {info.get('elapsed_s') or 0:.0f} s"
+            + (f" in {runs} runs" if runs > 1 else "")
+            + (f", {info['unfinished_runs']} of them cut short" if info.get("unfinished_runs")
+               else ""))
+    if len(commands) == 1:
+        lines = [f"Command: `{commands[0]}` ({when})", ""]
+    else:
+        lines = [f"Commands ({when}):", ""] + [f"- `{c}`" for c in commands] + [""]
     lines += [f"- {line}" for line in _machine_lines(info)]
     lines += [f"- note: {n}" for n in info["notes"] + _busy_notes(rows)]
     lines += ["", "Median time per call (ratio to the best peer at that size; below 1x is "
               "faster than every peer):", ""]
     lines += _md_table(*pivot(rows))
+    goals = gpu_goals(info, rows)
+    if goals:
+        lines += ["", "The GPU issue's targets (ps.opencl against the peer the issue names, "
+                  "measured in this run):", ""]
+        lines += _md_table(["program", "size", "target", "measured", "verdict"], goals)
     lines += ["", "All columns (spread = (slowest - fastest) / median of the samples):", ""]
     lines += _md_table(HEADER, _table_rows(rows))
     odd = [r for r in rows if r["status"] != "ok" and r["note"]]
@@ -201,6 +260,69 @@ def markdown_report(info, rows, compile_rows) -> str:
                             for c in compile_rows])
         lines += [""] + [f"- {n}" for n in compile_notes(compile_rows)]
     return "\n".join(lines) + "\n"
+
+
+#: issue 7's "Done when": (program, size, what, peer, goal); what is "copy" (the fraction of
+#: the GPU's copy bandwidth, at least goal) or "speedup" (peer time / ps.opencl time)
+GPU_GOALS = [
+    ("saxpy", "large", "copy", None, 0.9),
+    ("sum", "large", "copy", None, 0.9),
+    ("prefix_sum", "large", "speedup", "cupy", 2.0),
+    ("histogram", "large", "speedup", "cupy", 3.0),
+    ("filter", "large", "speedup", "cupy", 2.0),
+    ("nbody", "large", "speedup", "cuda", 1.3),
+    ("locvolcalib", "medium", "speedup", "cupy", 1.0),
+]
+GOAL_TARGET = "ps.opencl"
+
+
+def gpu_goals(info, rows) -> list[list[str]]:
+    """One line per target of the GPU issue that this run measured (empty with no GPU
+    peer), and one for "no benchmark slower than CuPy"."""
+    if not any(r.get("device") == "gpu" and r["kind"] == "peer" and r.get("median")
+               for r in rows):
+        return []
+    by = {(r["program"], r["size"], r["target"]): r for r in rows}
+    gpu_copy = (info.get("gpu_copy_gbs") or {}).get("cupy_copy")
+    out = []
+    for program, size, what, peer, goal in GPU_GOALS:
+        mine = by.get((program, size, GOAL_TARGET))
+        if mine is None:
+            continue
+        if not mine.get("median"):
+            out.append([program, size, GOAL_TARGET, mine["status"], "not measured"])
+            continue
+        if what == "copy":
+            if not gpu_copy or not mine.get("gbs"):
+                continue
+            frac = mine["gbs"] / gpu_copy
+            out.append([program, size, GOAL_TARGET, f"{mine['gbs']:.0f} GB/s = {100 * frac:.0f}% "
+                        f"of the device copy ({gpu_copy:.0f} GB/s)",
+                        f"{'met' if frac >= goal else 'NOT met'} (goal {100 * goal:.0f}%)"])
+        else:
+            theirs = by.get((program, size, peer))
+            if not theirs or not theirs.get("median"):
+                out.append([program, size, GOAL_TARGET, f"no {peer} time", "not measured"])
+                continue
+            speedup = theirs["median"] / mine["median"]
+            out.append([program, size, GOAL_TARGET,
+                        f"{speedup:.3g}x {peer}'s speed ({fmt_time(mine['median'])} vs "
+                        f"{fmt_time(theirs['median'])})",
+                        f"{'met' if speedup >= goal else 'NOT met'} (goal {goal:g}x)"])
+    slower = []
+    compared = 0
+    for (program, size, target), r in by.items():
+        cupy = by.get((program, size, "cupy"))
+        if target == GOAL_TARGET and r.get("median") and cupy and cupy.get("median"):
+            compared += 1
+            if r["median"] > cupy["median"]:
+                slower.append(f"{program}/{size} ({r['median'] / cupy['median']:.3g}x "
+                              f"CuPy's time)")
+    if compared:
+        out.append(["every program", "", GOAL_TARGET, f"slower than CuPy in {len(slower)} of "
+                    f"{compared}" + (": " + ", ".join(slower) if slower else ""),
+                    "met" if not slower else "NOT met (goal: none slower)"])
+    return out
 
 
 def chart(rows, path) -> str | None:

@@ -73,7 +73,7 @@ def _short(v) -> str:
 
 def _streaming_sizes():
     return {"tiny": {"n": 1000}, "small": {"n": 2**20}, "medium": {"n": 2**24},
-            "large": {"n": 2**27}}
+            "large": {"n": 2**28}}
 
 
 def _long_sum_rtol(p) -> float:

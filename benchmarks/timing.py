@@ -39,23 +39,30 @@ class Timing:
         return d
 
 
-def first_calls(call, warmup: int) -> tuple[object, float, float]:
-    """Runs the warm-up calls: (result of the last one, seconds of the first, of the last)."""
-    first = last = 0.0
+def first_calls(call, warmup: int, budget: float | None = None) -> tuple[object, float, float]:
+    """Runs the warm-up calls: (result of the last one, seconds of the first, of the last).
+    At least one call; no further one once `budget` seconds are spent."""
+    first = last = spent = 0.0
     result = None
     for i in range(max(1, warmup)):
+        if i and budget is not None and spent > budget:
+            break
         t0 = time.perf_counter()
         result = call()
         last = time.perf_counter() - t0
+        spent += last
         if i == 0:
             first = last
     return result, first, last
 
 
 def measure(call, estimate: float, *, repeats: int = 5, min_sample: float = 0.02,
-            budget: float = 30.0) -> Timing:
-    """Times `call` after warm-up; `estimate` is the duration of one warm call."""
+            budget: float = 30.0, limit: float | None = None) -> Timing:
+    """Times `call` after warm-up; `estimate` is the duration of one warm call.
+    `limit` (seconds) cuts the measurement short (targets.time_limit): the
+    samples finished by then are kept, and with none it raises Timeout."""
     from .machine import OthersMeter
+    from .targets import Timeout, time_limit
     estimate = max(estimate, 1e-7)
     inner = max(1, min(100_000, math.ceil(min_sample / estimate)))
     n = repeats
@@ -65,10 +72,17 @@ def measure(call, estimate: float, *, repeats: int = 5, min_sample: float = 0.02
         note = f"{n} run{'s' if n > 1 else ''} (time budget {budget:g} s)"
     timing = Timing(inner=inner, note=note)
     meter = OthersMeter().start()
-    for _ in range(n):
-        t0 = time.perf_counter()
-        for _ in range(inner):
-            call()
-        timing.samples.append((time.perf_counter() - t0) / inner)
+    try:
+        with time_limit(limit):
+            for _ in range(n):
+                t0 = time.perf_counter()
+                for _ in range(inner):
+                    call()
+                timing.samples.append((time.perf_counter() - t0) / inner)
+    except Timeout:
+        if not timing.samples:
+            raise
+        timing.note = (f"{len(timing.samples)} of {n} samples (time limit "
+                       f"{limit:.3g} s)")
     timing.others_cores = meter.stop()
     return timing

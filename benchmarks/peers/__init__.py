@@ -1,7 +1,9 @@
 """Peers: each benchmark written as a user of NumPy, Numba or CuPy would write it.
 
-Every peer module defines one function per benchmark, named after it and
-taking the same arguments as the PyShark entry (NumPy arrays and scalars).
+Every peer module defines one function per benchmark it has (a missing one
+is a skipped row), named after it and taking the same arguments as the
+PyShark entry (NumPy arrays and scalars); `DEVICE = "gpu"` marks a peer
+that computes on the GPU.
 A peer whose library does not import is skipped with a note; the runner
 imports them through `load_peers`.
 """
@@ -14,6 +16,7 @@ PEER_MODULES = {
     "numpy": "benchmarks.peers.numpy_peers",
     "numba": "benchmarks.peers.numba_peers",
     "cupy": "benchmarks.peers.cupy_peers",
+    "cuda": "benchmarks.peers.cuda_peers",     # hand-written kernels through CuPy
 }
 
 
