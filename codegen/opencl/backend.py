@@ -180,6 +180,8 @@ class OpenCLBackend(Backend):
         super().__init__(options if options is not None else Options())
         self.device_spec = device or None
         self.device_arrays = bool(device_arrays)
+        if self.device_spec:
+            self.device()               # NoDevice now, listing the devices, when none matches
 
     def device(self):
         """The runtime.Device this backend runs on (NoDevice if none matches)."""
