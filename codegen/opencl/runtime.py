@@ -423,6 +423,8 @@ class Call:
             return f.err, None
         if err is not None:
             return err, None
+        if not (downloads or self.unchecked or self.dirty):
+            return None, ()
         return self.finish(downloads)
 
     def finish(self, downloads=()):
@@ -519,12 +521,13 @@ class Call:
                 self.cl.enqueue_copy(self.queue, errbuf, self.dev.err)
                 self._error(errbuf)
         finally:
-            for mem in self.owned.values():
-                mem.buf.release()
-            self.owned.clear()
+            if self.owned:
+                for mem in self.owned.values():
+                    mem.buf.release()
+                self.owned.clear()
+                self.dev.trim()
             self.mirrors.clear()
             self.dirty.clear()
-            self.dev.trim()
 
     def upload(self, a: np.ndarray):
         """A pointer to a device copy of a contiguous array: a small one is
