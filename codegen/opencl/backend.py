@@ -142,9 +142,12 @@ class _Caller:
                         results.append(o[0])
                     elif keep:
                         ptr, shape = o
-                        mem, off = rt.detach(ptr[0])
-                        results.append(runtime.device_array(
-                            self.dev, mem, off, tuple(int(d) for d in shape), dt))
+                        shape = tuple(int(d) for d in shape)
+                        if isinstance(ptr[0][0], runtime.DevMem):
+                            mem, off = rt.detach(ptr[0])
+                            results.append(runtime.device_array(self.dev, mem, off, shape, dt))
+                        else:                                   # host memory: never so today
+                            results.append(rt.download(ptr[0], shape, dt))
                     else:
                         results.append(next(arrays))
             finally:
