@@ -7,7 +7,7 @@ from .errors import CompileError, ShapeError
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "ShapeError", "Wrapper", "__version__"]
+__all__ = ["CompileError", "ShapeError", "Wrapper", "DeviceArray", "__version__"]
 
 
 def __getattr__(name):
@@ -15,4 +15,7 @@ def __getattr__(name):
     if name == "Wrapper":
         from .wrapper import Wrapper
         return Wrapper
+    if name == "DeviceArray":
+        from .wrapper.device_array import DeviceArray
+        return DeviceArray
     raise AttributeError(f"module 'pyshark' has no attribute {name!r}")

@@ -1,7 +1,9 @@
 """The `pyshark` command: test, show, build, bench.
 
     pyshark test PATH [--backend B ...]     run embedded/JSON test cases
-    pyshark show module.py --ir core        print the core IR of a module
+    pyshark show module.py --ir core        print the core IR of a module (or kernels,
+                                            llvm, opencl: the OpenCL C and host code)
+    pyshark devices                         list the OpenCL platforms and devices
     pyshark build module.py [--backend B] [-o OUT]
     pyshark bench [OPTIONS]                 the benchmark suite (benchmarks/, a source checkout)
 
@@ -102,7 +104,10 @@ def cmd_show(args) -> int:
         return 0
     from pyshark.codegen.cpu.backend import build_kernels
     from pyshark.wrapper.backend import Options
-    kernels = build_kernels(program, Options(unsafe=args.unsafe, fastmath=args.fastmath))
+    options = Options(unsafe=args.unsafe, fastmath=args.fastmath)
+    if args.ir == "opencl":
+        return _show_opencl(program, options, args.device)
+    kernels = build_kernels(program, options)
     if args.ir == "kernels":
         from pyshark.codegen.kir import pretty_module
         print(pretty_module(kernels))
@@ -113,6 +118,69 @@ def cmd_show(args) -> int:
         from pyshark.codegen.cpu.link import optimised_ir
         text = optimised_ir(text)
     print(text)
+    return 0
+
+
+def _show_opencl(program, options, spec) -> int:
+    """The OpenCL C program and the host module the opencl backend builds:
+    for the device it would run on (its work-group and local memory
+    limits), or a generic GPU target when there is no device."""
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.opencl.backend import translate_kernels
+    from pyshark.codegen.target import gpu_target
+    try:
+        from pyshark.codegen.opencl import runtime
+        dev = runtime.device(spec)
+        target, where = dev.target(), dev.name
+    except Exception as exc:            # no pyopencl, no device, no match
+        if spec:
+            print(f"pyshark show: {exc}", file=sys.stderr)
+            return 2
+        target, where = gpu_target(256, 32768, False), "no OpenCL device: a generic GPU target"
+    hp, meta, _ = translate_kernels(build_kernels(program, options, target=target))
+    print(f"// OpenCL C for {where} ({len(meta)} kernels)")
+    print(hp.cl_source)
+    print(f"# host code (Python){'; ParFors run on the host: ' + str(hp.host_parfors) if hp.host_parfors else ''}")
+    print(hp.py_source)
+    return 0
+
+
+def cmd_devices(args) -> int:
+    """Lists the OpenCL platforms and devices, and the one PyShark uses by
+    default. Without pyopencl or any device it says so (exit 0)."""
+    try:
+        from pyshark.codegen.opencl import runtime
+        import pyopencl as cl
+        plats = runtime.platforms()
+    except Exception as exc:            # no pyopencl, no ICD loader, no platform
+        print(f"no OpenCL devices ({type(exc).__name__}: {exc})")
+        return 0
+    if not any(devs for _, devs in plats):
+        print("no OpenCL devices" + (f" ({len(plats)} platforms without devices)" if plats else ""))
+        return 0
+    chosen = None
+    try:
+        dev = runtime.device().dev
+        chosen = next(((pi, di) for pi, (_, devs) in enumerate(plats)
+                       for di, d in enumerate(devs) if d.int_ptr == dev.int_ptr), None)
+    except runtime.NoDevice as exc:
+        print(f"(the default choice fails: {exc})")
+    print(f"{'':2}{'P:D':5} {'type':5} {'CUs':>4} {'memory':>10} {'fp64':4}  name")
+    for pi, (p, devs) in enumerate(plats):
+        print(f"platform {pi}: {p.name} ({p.version.strip()})")
+        for di, d in enumerate(devs):
+            kind = ("GPU" if d.type & cl.device_type.GPU else
+                    "CPU" if d.type & cl.device_type.CPU else
+                    "ACC" if d.type & cl.device_type.ACCELERATOR else "other")
+            fp64 = "yes" if (d.double_fp_config or "cl_khr_fp64" in d.extensions) else "no"
+            mark = "* " if chosen == (pi, di) else "  "
+            mem = f"{d.global_mem_size / 2**30:.1f} GiB"
+            print(f"{mark}{f'{pi}:{di}':5} {kind:5} {d.max_compute_units:>4} {mem:>10} "
+                  f"{fp64:4}  {d.name.strip()}")
+    how = "PYOPENCL_CTX" if __import__("os").environ.get("PYOPENCL_CTX") else \
+        "the first GPU, else the first device"
+    print(f"* the default device ({how}); choose another with "
+          f"Wrapper(backend='opencl', device='P:D' or a name substring) or PYOPENCL_CTX")
     return 0
 
 
@@ -169,10 +237,13 @@ def make_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="print the intermediate representation of a module")
     s.add_argument("module")
-    s.add_argument("--ir", choices=["core", "fused", "kernels", "llvm", "llvm-raw"],
+    s.add_argument("--ir", choices=["core", "fused", "kernels", "llvm", "llvm-raw", "opencl"],
                    default="core", help="which stage: core (translated), fused (after the "
                    "middle end), kernels (kernel IR), llvm (optimised LLVM IR), llvm-raw "
-                   "(LLVM IR as emitted); default: core")
+                   "(LLVM IR as emitted), opencl (the OpenCL C kernels and the generated "
+                   "host code); default: core")
+    s.add_argument("--device", metavar="SPEC", help="--ir opencl: for this OpenCL device "
+                   "(as Wrapper(device=...); default: the default device)")
     s.add_argument("--unsafe", action="store_true", help="as compiled with unsafe=True")
     s.add_argument("--fastmath", action="store_true", help="as compiled with fastmath=True")
     s.set_defaults(func=cmd_show)
@@ -188,6 +259,10 @@ def make_parser() -> argparse.ArgumentParser:
     b.add_argument("--fastmath", action="store_true", help="allow FMA contraction and "
                    "reassociation")
     b.set_defaults(func=cmd_build)
+
+    d = sub.add_parser("devices", help="list the OpenCL platforms and devices (and which "
+                       "one the opencl backend uses by default)")
+    d.set_defaults(func=cmd_devices)
 
     # listed for --help only: main() hands `bench ...` to the benchmark runner
     sub.add_parser("bench", add_help=False, help="run the benchmark suite (pyshark bench --help)")

@@ -43,12 +43,31 @@ class Backend:
     #: a one-line description for `pyshark` messages and docs
     description = ""
 
-    def __init__(self, options: Options = Options()):
+    #: the keyword options of Wrapper(...) this backend takes besides Options
+    #: (opencl: device, device_arrays); a Wrapper refuses them for others
+    runtime_options: tuple = ()
+    #: whether entries take DeviceArray arguments as they are (else the
+    #: wrapper converts them with np.asarray)
+    keeps_device_arrays = False
+
+    def __init__(self, options: Options = Options(), **runtime):
         self.options = options
+        if runtime:
+            raise TypeError(f"backend {self.name!r} takes no option "
+                            f"{', '.join(map(repr, runtime))}")
 
     @classmethod
     def is_available(cls) -> bool:
         return True
+
+    def cache_salt(self) -> str:
+        """What besides the source and the options the compiled artifact
+        depends on (opencl: the device's target record); part of the cache key."""
+        return ""
+
+    def close(self) -> None:
+        """Releases what the backend holds for this process (opencl: the
+        device memory pool's free blocks)."""
 
     def compile(self, path: Path, source_text: str, directory: Path):
         """Translates and compiles; writes the backend's files into `directory`.

@@ -27,6 +27,8 @@ from pyshark.core.types import (
     BOOL, F32, F64, ScalarType, SArray, SRecord, SScalar, SType, STuple, stype_base, stype_rank)
 from pyshark.errors import InternalCompilerError, ShapeError
 
+from .device_array import is_device_array
+
 
 class Where:
     """Names the value being converted in error messages: parameter 'v.x'."""
@@ -74,7 +76,10 @@ def fields_of(st: STuple | SRecord) -> list[tuple[str, SType]]:
 def _plain(value, where: Where):
     """An ndarray subclass as the plain ndarray it views (np.matrix, np.recarray,
     np.memmap, ...: compiled code sees only the data, so Python mode must too);
-    a masked array is refused, since compiled code would ignore its mask."""
+    a masked array is refused, since compiled code would ignore its mask; a
+    DeviceArray is the numpy array it holds (one copy back from the device)."""
+    if is_device_array(value):
+        return np.asarray(value)
     if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
         if isinstance(value, np.ma.MaskedArray):
             raise TypeError(f"{where}: masked arrays are not accepted (compiled code would "
@@ -356,13 +361,17 @@ def _field_values(st, v, where: Where) -> list:
 # Any surface type
 
 
-def convert_value(st: SType, value, where, *, lenient: bool = False):
+def convert_value(st: SType, value, where, *, lenient: bool = False, keep_device: bool = False):
     """A user value -> canonical value of surface type st (see module doc).
 
     `lenient` is for values produced by Python mode (results): it also
-    accepts same-kind numpy casts, range-checked.
+    accepts same-kind numpy casts, range-checked. `keep_device` (a backend
+    that takes DeviceArrays): a DeviceArray of exactly the element type and
+    rank stays one; otherwise a DeviceArray converts as np.asarray(value).
     """
     where = _where(where)
+    if keep_device and is_device_array(value):
+        return _device_array(st, value, where)
     value = _plain(value, where)
     if isinstance(st, SScalar):
         return convert_scalar(st.t, value, where, lenient=lenient)
@@ -373,9 +382,11 @@ def convert_value(st: SType, value, where, *, lenient: bool = False):
             raise TypeError(f"{where}: expected a {kind} {st!r}, got {_tname(value)}")
         value = _field_values(st, value, where)
         if isinstance(st, SRecord):
-            return tuple(convert_value(ft, v, where.sub(f".{fn}"), lenient=lenient)
+            return tuple(convert_value(ft, v, where.sub(f".{fn}"), lenient=lenient,
+                                       keep_device=keep_device)
                          for (fn, ft), v in zip(st.fields, value))
-        return tuple(convert_value(et, v, where.sub(f"[{i}]"), lenient=lenient)
+        return tuple(convert_value(et, v, where.sub(f"[{i}]"), lenient=lenient,
+                                   keep_device=keep_device)
                      for i, (et, v) in enumerate(zip(st.elems, value)))
     if isinstance(st, SArray):
         k, base = stype_rank(st), stype_base(st)
@@ -385,19 +396,32 @@ def convert_value(st: SType, value, where, *, lenient: bool = False):
     raise TypeError(f"not a surface type: {st!r}")
 
 
-def convert_arg(st: SType, value, name: str):
+def _device_array(st: SType, value, where: Where):
+    """A DeviceArray argument kept on the device: its type must be exact."""
+    if isinstance(st, SArray) and isinstance(stype_base(st), SScalar):
+        t, k = stype_base(st).t, stype_rank(st)
+        if value.dtype == t.dtype and value.ndim == k:
+            return value
+        raise TypeError(f"{where}: expected a rank-{k} array of {t} ({t.dtype}), got a "
+                        f"DeviceArray of {value.dtype} with rank {value.ndim} (DeviceArrays "
+                        f"are not converted on the device: convert np.asarray(value))")
+    raise TypeError(f"{where}: expected {st!r}, got a DeviceArray")
+
+
+def convert_arg(st: SType, value, name: str, keep_device: bool = False):
     """One entry argument -> canonical; errors name the parameter."""
-    return convert_value(st, value, Where("parameter", name))
+    return convert_value(st, value, Where("parameter", name), keep_device=keep_device)
 
 
 _SLOW = object()
 
 
-def _fast_converter(st: SType):
+def _fast_converter(st: SType, keep_device: bool = False):
     """A converter for the common, already-canonical cases of one parameter
     (a numpy scalar of the exact type, a Python int in range, a Python float
-    for f64, a plain C-contiguous ndarray of the exact dtype and rank); it
-    returns _SLOW for anything else, which then takes the full path."""
+    for f64, a plain C-contiguous ndarray of the exact dtype and rank, and
+    with keep_device a DeviceArray of that dtype and rank); it returns _SLOW
+    for anything else, which then takes the full path."""
     if isinstance(st, SScalar):
         t = st.t
         nt = t.numpy_type
@@ -411,6 +435,10 @@ def _fast_converter(st: SType):
         return lambda v: v if type(v) is nt else _SLOW
     if isinstance(st, SArray) and isinstance(stype_base(st), SScalar):
         dt, k = stype_base(st).t.dtype, stype_rank(st)
+        if keep_device:
+            return lambda v: (v if (type(v) is np.ndarray and v.flags.c_contiguous
+                                    or is_device_array(v)) and v.dtype == dt and v.ndim == k
+                              else _SLOW)
         return lambda v: (v if type(v) is np.ndarray and v.dtype == dt and v.ndim == k
                           and v.flags.c_contiguous else _SLOW)
     return lambda v: _SLOW
@@ -419,17 +447,19 @@ def _fast_converter(st: SType):
 _FAST: dict = {}
 
 
-def bind_args(entry, args: tuple, kwargs: dict) -> list:
-    """Matches args/kwargs to an ir.Entry's parameters and converts them."""
+def bind_args(entry, args: tuple, kwargs: dict, keep_device: bool = False) -> list:
+    """Matches args/kwargs to an ir.Entry's parameters and converts them.
+    `keep_device`: the backend takes DeviceArrays (see convert_value)."""
     params = entry.params
     if not kwargs and len(args) == len(params):
-        fast = _FAST.get(id(entry))
+        fast = _FAST.get((id(entry), keep_device))
         if fast is None or fast[0] is not entry:
-            fast = _FAST[id(entry)] = (entry, [_fast_converter(p.stype) for p in params])
+            fast = _FAST[(id(entry), keep_device)] = (
+                entry, [_fast_converter(p.stype, keep_device) for p in params])
         out = [f(v) for f, v in zip(fast[1], args)]
         if not any(o is _SLOW for o in out):
             return out
-        return [convert_arg(p.stype, v, p.name) if o is _SLOW else o
+        return [convert_arg(p.stype, v, p.name, keep_device) if o is _SLOW else o
                 for p, v, o in zip(params, args, out)]
     names = [p.name for p in params]
     sig = f"{entry.name}({', '.join(names)})"
@@ -448,7 +478,7 @@ def bind_args(entry, args: tuple, kwargs: dict) -> list:
     if missing:
         raise TypeError(f"{sig} takes {len(params)} argument{'s' * (len(params) != 1)}, "
                         f"got {len(params) - len(missing)} (missing {', '.join(missing)})")
-    return [convert_arg(p.stype, v, p.name) for p, v in zip(params, values)]
+    return [convert_arg(p.stype, v, p.name, keep_device) for p, v in zip(params, values)]
 
 
 _MISSING = object()
@@ -550,6 +580,30 @@ class FlatCall:
 
     def __call__(self, canon_args: list, run: Callable[[list], list]):
         return self.output(run(self.args(canon_args)))
+
+
+def output_keeping_arrays(st: SType, flat: list, fetch: Callable):
+    """The flat results -> the user-facing result, except that arrays of
+    scalars stay what the backend gave (DeviceArrays); the leaves of an
+    array of tuples/records are fetched (`fetch(leaf)` -> numpy array) and
+    built into a structured array as usual."""
+    it = iter(flat)
+    out = _keeping(st, it, fetch)
+    if next(it, _MISSING) is not _MISSING:
+        raise InternalCompilerError(f"too many flat values for {st!r}")
+    return out
+
+
+def _keeping(st: SType, it, fetch: Callable):
+    if isinstance(st, SScalar):
+        return to_output(st, _unflatten(st, it))
+    if isinstance(st, STuple):
+        return tuple(_keeping(e, it, fetch) for e in st.elems)
+    if isinstance(st, SRecord):
+        return record_class(st)(*[_keeping(ft, it, fetch) for ft in st.field_types])
+    if isinstance(stype_base(st), SScalar):
+        return next(it)
+    return to_output(st, _unflatten(st, (fetch(v) for v in it)))
 
 
 def call_flat(entry, canon_args: list, run: Callable[[list], list]):

@@ -31,8 +31,22 @@ class Wrapper:
     """Compiles PyShark modules with one backend and invokes their entries."""
 
     def __init__(self, backend: str = "python", *, unsafe: bool = False,
-                 fastmath: bool = False, cache_dir: str | Path | None = None):
-        self._backend = get_backend(backend)(Options(unsafe=unsafe, fastmath=fastmath))
+                 fastmath: bool = False, cache_dir: str | Path | None = None,
+                 device: str | None = None, device_arrays: bool = False):
+        """`device` (opencl): which OpenCL device, a platform:device index as
+        `pyshark devices` lists them or a substring of its name (default:
+        PYOPENCL_CTX, else the first GPU, else the first device).
+        `device_arrays` (opencl): array results stay on the device as
+        pyshark.DeviceArray (arrays of tuples/records still come back as
+        numpy structured arrays); entries take DeviceArrays on every backend."""
+        cls = get_backend(backend)
+        runtime = {k: v for k, v in (("device", device), ("device_arrays", device_arrays)) if v}
+        refused = [k for k in runtime if k not in cls.runtime_options]
+        if refused:
+            raise TypeError(f"Wrapper: {', '.join(f'{k}=' for k in refused)} is an option of "
+                            f"the opencl backend, not of backend {backend!r}")
+        self._backend = cls(Options(unsafe=unsafe, fastmath=fastmath), **runtime)
+        self._keep_device = bool(cls.keeps_device_arrays)
         self.backend = backend
         self.options = self._backend.options
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
@@ -74,7 +88,11 @@ class Wrapper:
 
     def _compile_one(self, path: Path) -> tuple[LoadedModule, bool]:
         text = path.read_text()
-        key = cache_key(text, self.backend, self.options.as_dict())
+        opts = self.options.as_dict()
+        salt = self._backend.cache_salt()
+        if salt:
+            opts["target"] = salt
+        key = cache_key(text, self.backend, opts)
         target = cache_path(self.cache_dir, self.backend, key)
         if (target / "manifest.json").is_file():
             try:
@@ -107,9 +125,11 @@ class Wrapper:
             self._entries[name] = (module, entry)
 
     @classmethod
-    def load(cls, path: str | Path) -> "Wrapper":
+    def load(cls, path: str | Path, *, device: str | None = None,
+             device_arrays: bool = False) -> "Wrapper":
         """A Wrapper over what `pyshark build` wrote to `path`, without
-        translating or compiling anything."""
+        translating or compiling anything (device, device_arrays: as for
+        Wrapper(...), opencl only)."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["pyshark_version"] != pyshark_version():
@@ -117,7 +137,8 @@ class Wrapper:
                              f"is pyshark {pyshark_version()}: rebuild it with `pyshark build`")
         opts = manifest.get("options", {})
         w = cls(manifest["backend"], unsafe=opts.get("unsafe", False),
-                fastmath=opts.get("fastmath", False))
+                fastmath=opts.get("fastmath", False), device=device,
+                device_arrays=device_arrays)
         w._register(w._backend.load(path, manifest, None), None)
         w._loaded = True
         w.loaded_from_cache = True
@@ -148,7 +169,19 @@ class Wrapper:
     def invoke(self, name: str, /, *args, **kwargs):
         """Calls entry `name`; arguments may also be passed by parameter name."""
         module, entry = self._lookup(name)
-        return module.call(name, convert.bind_args(entry, args, kwargs))
+        return module.call(name, convert.bind_args(entry, args, kwargs, self._keep_device))
+
+    def close(self) -> None:
+        """Releases what the backend holds beyond the entries' own results
+        (opencl: the free blocks of the device memory pool). The Wrapper
+        stays usable; DeviceArrays stay valid."""
+        self._backend.close()
+
+    def __enter__(self) -> "Wrapper":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
@@ -161,10 +194,10 @@ class Wrapper:
         hit = bound.get(name)
         if hit is not None and hit[0] is module:
             return hit[1]
-        bind, mcall = convert.bind_args, module.call
+        bind, mcall, keep = convert.bind_args, module.call, self._keep_device
 
         def call(*args, **kwargs):
-            return mcall(name, bind(entry, args, kwargs))
+            return mcall(name, bind(entry, args, kwargs, keep))
         call.__name__ = name
         call.__doc__ = self.signature(name)
         bound[name] = (module, call)

@@ -11,9 +11,15 @@ ABI and error messages, plus the kernels and the hashes of both sources).
 load: build the OpenCL program once per process (PoCL also caches binaries
 on disk), compile the host module once with compile(). call: the CPU
 wrapper's flat call path (convert.FlatCall) and the native backends' error
-protocol (codegen/marshal.py); array inputs are copied to the
-device, array results are copied back into numpy arrays (no device-resident
-arrays yet); the call's device memory is released when it returns.
+protocol (codegen/marshal.py); numpy array inputs are sent to the device,
+DeviceArray inputs are used where they are; array results are copied back
+into numpy arrays, or, with device_arrays=True, returned as DeviceArrays
+(arrays of tuples/records are still copied back: they are numpy
+structured arrays). The call's other device memory returns to the pool
+when it returns; its kernels may still be running then (runtime.py).
+
+Options besides Options: `device` (a device spec, runtime.device) and
+`device_arrays`.
 """
 from __future__ import annotations
 
@@ -58,12 +64,13 @@ def translate_kernels(kernels: K.Module):
 
 class OpenCLModule(LoadedModule):
     def __init__(self, dev, namespace: dict, kernels: list, abi: dict, messages: list,
-                 entries, source):
+                 entries, source, device_arrays: bool = False):
         super().__init__(entries, source)
         self.dev = dev
         self.messages = messages
+        launchers = [dev.launcher(*k) for k in kernels]
         self.callers = {name: _Caller(dev, namespace["ENTRIES"][symbol(name)], spec, messages,
-                                      entries[name], kernels)
+                                      entries[name], launchers, device_arrays)
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
@@ -71,9 +78,11 @@ class OpenCLModule(LoadedModule):
 
 
 class _Caller:
-    """flatten -> copy in -> host function -> copy out -> unflatten."""
+    """flatten -> send -> host function -> results (copied back, or kept as
+    DeviceArrays) -> unflatten."""
 
-    def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list):
+    def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list,
+                 device_arrays: bool = False):
         from . import runtime
         self.runtime = runtime
         self.dev = dev
@@ -83,19 +92,31 @@ class _Caller:
         self.results = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["results"]]
         self.messages = messages
         self.kernels = kernels
+        self.device_arrays = device_arrays
+
+    def _device_arg(self, v):
+        if v.device is not self.dev:
+            raise ValueError(f"a DeviceArray argument lives on the OpenCL device {v.device.name}, "
+                             f"this module runs on {self.dev.name}: pass np.asarray(value) "
+                             f"(a copy through the host)")
+        return (v._mem, v._off)
 
     def __call__(self, canon_args: list):
         flat = self.flat.args(canon_args)
-        with self.dev.lock, np.errstate(all="ignore"):
-            rt = self.runtime.Call(self.dev, self.kernels)
+        runtime = self.runtime
+        with runtime.LOCK, np.errstate(all="ignore"):
+            rt = runtime.Call(self.dev, self.kernels)
             try:
                 args: list = []
                 for (dt, r), v in zip(self.params, flat):
                     if r == 0:
                         args.append(dt.type(v))
                         continue
-                    v = np.ascontiguousarray(v, dtype=dt)
-                    args.append(rt.upload(v))
+                    if type(v) is not np.ndarray and convert.is_device_array(v):
+                        args.append(self._device_arg(v))
+                    else:
+                        v = np.ascontiguousarray(v, dtype=dt)
+                        args.append(rt.upload(v))
                     args += [np.int64(d) for d in v.shape]
                 outs = []
                 for dt, r in self.results:
@@ -107,25 +128,76 @@ class _Caller:
                         ptr, shape = np.full(1, None, dtype=object), np.zeros(r, np.int64)
                         outs.append((ptr, shape))
                         args += [(ptr, 0), (shape, 0)]
-                err = self.fn(rt, *args)
+                keep = self.device_arrays
+                # the array results, read with the error check after the host
+                # function has filled the out-params
+                downloads = () if keep else _Lazy(outs, self.results)
+                err, arrays = rt.run(self.fn, args, downloads)
                 if err is not None:
                     raise error_from(err[0], err[1], err[2], self.messages)
                 results = []
+                arrays = iter(arrays or ())
                 for (dt, r), o in zip(self.results, outs):
                     if r == 0:
                         results.append(o[0])
-                    else:
+                    elif keep:
                         ptr, shape = o
-                        results.append(rt.download(ptr[0], tuple(int(d) for d in shape), dt))
+                        shape = tuple(int(d) for d in shape)
+                        if isinstance(ptr[0][0], runtime.DevMem):
+                            mem, off = rt.detach(ptr[0])
+                            results.append(runtime.device_array(self.dev, mem, off, shape, dt))
+                        else:                                   # host memory: never so today
+                            results.append(rt.download(ptr[0], shape, dt))
+                    else:
+                        results.append(next(arrays))
             finally:
                 rt.release()
+        if self.device_arrays:
+            return convert.output_keeping_arrays(self.flat.entry.ret, results, np.asarray)
         return self.flat.output(results)
+
+
+class _Lazy:
+    """The (pointer, shape, dtype) of the array results, read when iterated
+    (after the host function has filled the out-params)."""
+
+    def __init__(self, outs, results):
+        self.outs, self.results = outs, results
+
+    def __iter__(self):
+        for (dt, r), o in zip(self.results, self.outs):
+            if r:
+                ptr, shape = o
+                yield ptr[0], tuple(int(d) for d in shape), dt
 
 
 class OpenCLBackend(Backend):
     name = "opencl"
     description = ("OpenCL C kernels through pyopencl (PoCL on a CPU, or a GPU), "
                    "generated Python host code")
+    runtime_options = ("device", "device_arrays")
+    keeps_device_arrays = True
+
+    def __init__(self, options=None, *, device: str | None = None, device_arrays: bool = False):
+        from pyshark.wrapper.backend import Options
+        super().__init__(options if options is not None else Options())
+        self.device_spec = device or None
+        self.device_arrays = bool(device_arrays)
+        if self.device_spec:
+            self.device()               # NoDevice now, listing the devices, when none matches
+
+    def device(self):
+        """The runtime.Device this backend runs on (NoDevice if none matches)."""
+        from . import runtime
+        return runtime.device(self.device_spec)
+
+    def cache_salt(self) -> str:
+        return repr(self.device().target())
+
+    def close(self) -> None:
+        from . import runtime
+        if runtime.available(self.device_spec):
+            self.device().release_held()
 
     @classmethod
     def is_available(cls) -> bool:
@@ -148,7 +220,7 @@ class OpenCLBackend(Backend):
         from ..cpu.backend import abi_of, build_kernels
         from . import runtime
         program = translate_and_check(path)
-        kernels = build_kernels(program, self.options, target=runtime.device().target())
+        kernels = build_kernels(program, self.options, target=self.device().target())
         hp, meta, kernels = translate_kernels(kernels)
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)
@@ -175,7 +247,7 @@ class OpenCLBackend(Backend):
         # never run host code that is not byte for byte the code we generated
         if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
             raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
-        dev = runtime.device()
+        dev = self.device()
         kernels = []
         if abi["kernels"]:
             if uses_f64(cl_source) and not dev.fp64:
@@ -196,4 +268,5 @@ class OpenCLBackend(Backend):
         namespace: dict = {"__name__": f"pyshark_opencl_host_{abi['host_sha256'][:12]}"}
         exec(compile(py_source, str(directory / files["host"]), "exec"), namespace)
         return OpenCLModule(dev, namespace, kernels, abi["entries"], abi["messages"],
-                            entries_from_manifest(manifest), manifest["source"])
+                            entries_from_manifest(manifest), manifest["source"],
+                            self.device_arrays)

@@ -18,18 +18,23 @@ kernel IR, as Futhark's PyOpenCL backend generates Python host code.
 - a pointer is a pair (memory, element offset): memory is a runtime.DevMem
   (a device buffer) or a numpy array (host memory: the out-params of the
   entry ABI, and arrays of pointers);
-- Load/Store through a pointer are rt.load / rt.store (one element copied
-  from/to the device: correct and slow); CopyMem is rt.copy (buffer to
-  buffer); Alloc is rt.alloc (None when it fails: the host code then returns
-  MemoryError with ALLOC_FAIL_MESSAGE, as emit_llvm.py's Alloc fails);
-- Fail returns (code, msg, args) at once: the caller raises it through the
-  same (code, message index, args) protocol as the CPU backend's ctx;
+- Load/Store through a pointer are rt.load / rt.store (runtime.Call: a
+  small buffer is read whole once and served from a host mirror, stores
+  into it are sent as one write before the next launch); CopyMem is rt.copy
+  (buffer to buffer); Alloc is rt.alloc (None when it fails: the host code
+  then fails with MemoryError and ALLOC_FAIL_MESSAGE, as emit_llvm.py's
+  Alloc fails);
+- Fail returns rt.fail(code, msg, args): the error of a kernel that failed
+  earlier, if any, else this one, in the CPU backend's (code, message
+  index, args) protocol; the caller raises it;
 - a ParFor is rt.launch(k, count, captures): kernel k of KERNELS (emit_cl.py)
-  over `count` work-items, then, when its body can fail, the error buffer is
-  checked. `parallel_if` is not consulted: a launch is always right on a
-  device, and the values do not depend on it. A body OpenCL C cannot spell
-  (Alloc/Free inside: emit_cl.Unsupported) runs here, as a sequential host
-  loop (correct, slow).
+  over `count` work-items, enqueued without waiting. Kernel errors are
+  checked where the host next needs device data (a load raises
+  runtime.KernelFailure, which the caller's runtime.Call.run catches) or at
+  the end of the call (runtime.py says why that is sound). `parallel_if` is
+  not consulted: a launch is always right on a device, and the values do
+  not depend on it. A body OpenCL C cannot spell (Alloc/Free inside:
+  emit_cl.Unsupported) runs here, as a sequential host loop (correct, slow).
 
 The module also gets KERNELS (name, argument kinds, can_fail per kernel)
 and ENTRIES (name -> function).
@@ -156,7 +161,7 @@ class _FnGen:
             self.emit(ind, f"_n = {self.expr(s.count)}")
             self.emit(ind, f"{v} = rt.alloc(_n, '{kind}')")
             self.emit(ind, f"if {v} is None:")
-            self.emit(ind, f"    return (6, {self.mod.alloc_msg()}, (int(_n), {size}))")
+            self.emit(ind, f"    return rt.fail(6, {self.mod.alloc_msg()}, (int(_n), {size}))")
         elif isinstance(s, K.Free):
             self.emit(ind, f"rt.free({self.expr(s.ptr)})")
         elif isinstance(s, K.CopyMem):
@@ -175,7 +180,7 @@ class _FnGen:
             self.block(s.body, ind + "    ")
         elif isinstance(s, K.Fail):
             args = "".join(f"int({self.expr(a)}), " for a in s.args)
-            self.emit(ind, f"return ({K.ERROR_CODES[s.kind]}, {s.msg}, ({args}))")
+            self.emit(ind, f"return rt.fail({K.ERROR_CODES[s.kind]}, {s.msg}, ({args}))")
         elif isinstance(s, K.ParFor):
             self.parfor(s, ind)
         else:
@@ -201,13 +206,7 @@ class _FnGen:
             return
         k = self.mod.add_kernel(kern)
         args = "".join(f"{self.name(K.KVar(a.name, a.type))}, " for a in kern.args)
-        call = f"rt.launch({k}, {self.expr(s.count)}, ({args}))"
-        if kern.can_fail:
-            self.emit(ind, f"_e = {call}")
-            self.emit(ind, "if _e is not None:")
-            self.emit(ind, "    return _e")
-        else:
-            self.emit(ind, call)
+        self.emit(ind, f"rt.launch({k}, {self.expr(s.count)}, ({args}))")
 
     def function(self) -> list[str]:
         params = "".join(f", {self.name(p)}" for p in self.f.params)

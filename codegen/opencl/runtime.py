@@ -1,32 +1,70 @@
 """What running an OpenCL module needs: the device, its memory, launches.
 
-- The device: PYOPENCL_CTX when set (pyopencl's own choice, non-interactive);
-  otherwise the first GPU of any platform, else the first device. One
-  context, one in-order queue and one memory pool per process (`device()`).
-  Calls are serialised by one lock (kernel arguments are set, then the
-  kernel is enqueued: two threads must not interleave that).
-- NumThreads (the number of chunks the lowering's parallel reduce/scan/
+- The device: `device(spec)`. spec None: PYOPENCL_CTX when set (pyopencl's
+  own choice, non-interactive), otherwise the first GPU of any platform,
+  else the first device. spec "P:D" is platform P's device D (indexes as
+  `pyshark devices` lists them), "P" platform P's first device, anything
+  else a case-insensitive substring of "platform / device name". One
+  context, in-order queue, memory pool and error buffer per device, made
+  on first use and kept for the process.
+- One process-wide lock (`LOCK`, reentrant) serialises everything that
+  touches a queue, a kernel's arguments or a pool: whole entry calls,
+  DeviceArray.get, freeing held memory.
+- NumThreads (the number of chunks the lowering's multicore reduce/scan/
   filter/histogram split into) is compute units * 64 (PYSHARK_OPENCL_NTHREADS
-  overrides it): enough chunks to occupy a GPU's compute units a little
-  while keeping the host's sequential combine of the chunk partials (one
-  element copy each) short. PoCL on 2 cores: 128.
+  overrides it). PoCL on 2 cores: 128.
 - Launches use one fixed work-group size (min(256, what the device and the
-  kernel allow)) and round the global size up to a multiple of it; the
-  kernel guards `i < n`. A fixed size matters on PoCL, which compiles a
-  kernel again for every new work-group size (TOOLCHAIN.md).
+  kernel allow), or a work-group kernel's own size) and round the global
+  size up to a multiple of it; the kernel guards `i < n`. A fixed size
+  matters on PoCL, which compiles a kernel again for every new work-group
+  size.
 - Memory: device buffers come from pyopencl's MemoryPool (binned; a freed
   block is reused by the next allocation of its bin). A `DevMem` is one
   allocation; a kir pointer is (DevMem or numpy array, element offset).
   Blocks are at least 64 bytes (OpenCL has no empty buffers: count <= 0
-  allocates a minimal block, as kir.py says).
+  allocates a minimal block, as kir.py says). Every block a call allocates
+  goes back to the pool when the call ends, except those that became
+  DeviceArrays: theirs go back when the DeviceArray is garbage-collected
+  (at the next call, or the next `get`; the finalizer only queues them, so
+  no pool operation ever runs outside the lock). The pool's held (free)
+  blocks are released to the driver when an allocation fails (then it is
+  tried again), when they exceed `hold_limit` at the end of a call
+  (PYSHARK_OPENCL_POOL_HOLD bytes, default a quarter of the device memory,
+  at least 64 MiB), and by `release_held()` / `Wrapper.close()`.
 - Program binaries: built once per process and source (`Device.program`);
-  PoCL caches binaries on disk itself ($XDG_CACHE_HOME/pocl/kcache).
+  PoCL caches binaries on disk itself ($XDG_CACHE_HOME/pocl/kcache), and so
+  does NVIDIA's driver (~/.nv/ComputeCache).
+
+Host round trips (`Call`). Launches are never waited for, and a launch
+whose kernel can fail does not read the error buffer back at once: the
+check is deferred to the points where the host needs device data (a Load
+the host mirror cannot serve, a copy to host memory, a host Fail or failed
+Alloc, and the end of the call, where it is read together with the
+results). That is sound: until the host reads device data, nothing the
+host does depends on what a kernel computed, so a failed kernel can only
+have affected later kernels, and every later kernel is bounds-checked
+(unsafe=True drops the checks, and with them the errors); a later kernel's
+failure cannot hide the first one, because a failure is recorded with
+atomic_cmpxchg(err, 0, code) and the in-order queue runs kernels in launch
+order, so the first failure wins; and the host reports the device's error
+before any host Fail that follows it. (A later kernel can spend time on
+garbage inputs, e.g. a loop bound read from memory a failed kernel left
+unwritten; it cannot write outside its buffers.)
+A host Load of device memory reads the whole buffer when it is small
+(MIRROR_BYTES) and serves later loads from that host mirror until a
+launch that captures the buffer, a copy into it or its free; host Stores
+into a mirrored buffer write the mirror and are sent as one write before
+the next launch, copy or download (so the chunk loops of the multicore
+algorithms cost one read and one write). Small inputs are copied and sent
+without waiting; an input over UPLOAD_COPY_BYTES is sent from the caller's
+array with a blocking write.
 """
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+import weakref
 from typing import Optional
 
 import numpy as np
@@ -39,56 +77,143 @@ _DTYPES = {k: np.dtype(v) for k, v in (
 _MIN_BLOCK = 64
 _MAX_WG = 256
 _ERR_INTS = 12          # int code, int msg, long args[4]
+MIRROR_BYTES = 64 * 1024            # a host Load reads a buffer this small whole
+UPLOAD_COPY_BYTES = 1 << 20         # inputs this small are copied, then sent without waiting
+_MAX_PENDING = 256                  # transfers in flight before a queue.finish()
 
-_lock = threading.Lock()
-_device: Optional["Device"] = None
-_failure: Optional[str] = None
+#: the process-wide lock around every queue, kernel and pool (reentrant)
+LOCK = threading.RLock()
+_devices: dict = {}                 # cl.Device.int_ptr -> Device
+_default: Optional["Device"] = None
+_failures: dict = {}                # spec -> why it has no device
 
 
 class NoDevice(RuntimeError):
-    """No OpenCL device can be used here."""
+    """No OpenCL device can be used here (or none matches a device spec)."""
 
 
-def _choose():
+class KernelFailure(Exception):
+    """A kernel reported an error (code, message index, args): raised by a
+    host Load that finds one, caught by Call.run."""
+
+    def __init__(self, err: tuple):
+        super().__init__(err)
+        self.err = err
+
+
+# -- choosing a device ------------------------------------------------------------
+
+
+def platforms() -> list:
+    """[(platform, [devices])] of every OpenCL platform, in pyopencl's order
+    (a platform whose device query fails has no devices)."""
     import pyopencl as cl
-    if os.environ.get("PYOPENCL_CTX"):
-        ctx = cl.create_some_context(interactive=False)
-        return ctx, ctx.devices[0]
-    devices = []
+    out = []
     for p in cl.get_platforms():
         try:
-            devices += p.get_devices()
-        except cl.Error:            # a platform without devices
-            pass
-    if not devices:
+            out.append((p, p.get_devices()))
+        except cl.Error:
+            out.append((p, []))
+    return out
+
+
+def default_index(plats: list) -> Optional[tuple]:
+    """(platform index, device index) of the device chosen without a spec
+    and without PYOPENCL_CTX: the first GPU, else the first device."""
+    import pyopencl as cl
+    first = None
+    for pi, (_, devs) in enumerate(plats):
+        for di, d in enumerate(devs):
+            if d.type & cl.device_type.GPU:
+                return (pi, di)
+            if first is None:
+                first = (pi, di)
+    return first
+
+
+def _find(spec: str):
+    """The cl.Device a spec names (see the module doc)."""
+    plats = platforms()
+    text = spec.strip()
+    parts = text.split(":")
+    if all(p.strip().isdigit() for p in parts) and len(parts) in (1, 2):
+        pi = int(parts[0])
+        di = int(parts[1]) if len(parts) == 2 else 0
+        if pi < len(plats) and di < len(plats[pi][1]):
+            return plats[pi][1][di]
+        raise NoDevice(f"no OpenCL device {text!r} (platform:device index); "
+                       f"devices: {_listing(plats)}")
+    low = text.lower()
+    for p, devs in plats:
+        for d in devs:
+            if low in f"{p.name} / {d.name}".lower():
+                return d
+    raise NoDevice(f"no OpenCL device matches {text!r}; devices: {_listing(plats)}")
+
+
+def _listing(plats: list) -> str:
+    items = [f"{pi}:{di} {p.name} / {d.name}" for pi, (p, devs) in enumerate(plats)
+             for di, d in enumerate(devs)]
+    return "; ".join(items) or "none"
+
+
+def _choose(spec: Optional[str]):
+    import pyopencl as cl
+    if spec:
+        return _find(spec)
+    if os.environ.get("PYOPENCL_CTX"):
+        ctx = cl.create_some_context(interactive=False)
+        return ctx.devices[0]
+    plats = platforms()
+    at = default_index(plats)
+    if at is None:
         raise NoDevice("no OpenCL device found")
-    gpus = [d for d in devices if d.type & cl.device_type.GPU]
-    dev = (gpus or devices)[0]
-    return cl.Context([dev]), dev
+    return plats[at[0]][1][at[1]]
 
 
-def device() -> "Device":
-    """The process's device (created on first use); NoDevice if none."""
-    global _device, _failure
-    if _device is None:
-        with _lock:
-            if _device is None:
-                if _failure is not None:
-                    raise NoDevice(_failure)
-                try:
-                    _device = Device(*_choose())
-                except Exception as exc:  # no pyopencl, no platform, no device
-                    _failure = f"{type(exc).__name__}: {exc}"
-                    raise NoDevice(_failure) from exc
-    return _device
+def device(spec: Optional[str] = None) -> "Device":
+    """The Device for a spec (None: the default one), created on first use;
+    NoDevice if there is none."""
+    global _default
+    if spec is None and _default is not None:
+        return _default
+    with LOCK:
+        key = spec or None
+        if key in _failures:
+            raise NoDevice(_failures[key])
+        try:
+            d = _choose(key)
+            found = _devices.get(d.int_ptr)
+            if found is None:
+                found = _devices[d.int_ptr] = Device(d)
+        except NoDevice as exc:
+            if key is None:
+                _failures[key] = str(exc)
+            raise
+        except Exception as exc:        # no pyopencl, no platform, no device
+            _failures[key] = f"{type(exc).__name__}: {exc}"
+            raise NoDevice(_failures[key]) from exc
+        if key is None:
+            _default = found
+        return found
 
 
-def available() -> bool:
+def available(spec: Optional[str] = None) -> bool:
     try:
-        device()
+        device(spec)
         return True
     except NoDevice:
         return False
+
+
+def release_held() -> None:
+    """Releases the held (free) blocks of every device's memory pool."""
+    with LOCK:
+        for d in list(_devices.values()):
+            d.release_held()
+
+
+# -- memory ---------------------------------------------------------------------------
 
 
 class DevMem:
@@ -103,27 +228,37 @@ class DevMem:
 
 
 class Device:
-    def __init__(self, ctx, dev):
+    def __init__(self, dev):
         import pyopencl as cl
         import pyopencl.tools as cl_tools
         self.cl = cl
-        self.ctx, self.dev = ctx, dev
+        self.dev = dev
+        self.ctx = cl.Context([dev])
         self.name = f"{dev.platform.name} / {dev.name}"
-        self.queue = cl.CommandQueue(ctx)
+        self.queue = cl.CommandQueue(self.ctx)
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         env = os.environ.get("PYSHARK_OPENCL_NTHREADS")
         self.nthreads = np.int64(int(env) if env else max(1, dev.max_compute_units) * 64)
         self.wg = max(1, min(_MAX_WG, dev.max_work_group_size))
         self.max_alloc = int(dev.max_mem_alloc_size)
+        env = os.environ.get("PYSHARK_OPENCL_POOL_HOLD")
+        self.hold_limit = int(env) if env else max(64 << 20, int(dev.global_mem_size) // 4)
         self.fp64 = bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions
         opts = [f"-DPYSHARK_NUM_THREADS={int(self.nthreads)}L"]
         if dev.single_fp_config & cl.device_fp_config.CORRECTLY_ROUNDED_DIVIDE_SQRT:
             opts.append("-cl-fp32-correctly-rounded-divide-sqrt")
         self.build_options = opts
-        self.lock = threading.RLock()
-        self.err = cl.Buffer(ctx, cl.mem_flags.READ_WRITE, _ERR_INTS * 4)
-        self._zero_err()
+        self.lock = LOCK
+        self.err = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, _ERR_INTS * 4)
+        self._zeros = np.zeros(_ERR_INTS, np.int32)
+        cl.enqueue_copy(self.queue, self.err, self._zeros)
         self.programs: dict = {}
+        self.launchers: dict = {}       # (id(kernel), wg, kinds, can_fail) -> _Launcher
+        self.pending: list = []         # transfers in flight (pyopencl NannyEvents)
+        self.graveyard: list = []       # buffers of dead DeviceArrays, freed under the lock
+
+    def __repr__(self) -> str:
+        return f"<OpenCL device {self.name}>"
 
     def kernel_max_wg(self, knl) -> int:
         """The largest work-group this device runs kernel `knl` with."""
@@ -137,9 +272,6 @@ class Device:
         return gpu_target(max_group=int(dev.max_work_group_size),
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions)
-
-    def _zero_err(self):
-        self.cl.enqueue_copy(self.queue, self.err, np.zeros(_ERR_INTS, np.int32))
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,
@@ -159,19 +291,185 @@ class Device:
                 self.programs[key] = found
             return found
 
+    # -- memory (under the lock) -----------------------------------------------------
+
+    def allocate(self, nbytes: int):
+        """A pooled buffer of nbytes, or None when the device cannot give it
+        (after releasing the pool's held blocks and trying again)."""
+        cl = self.cl
+        if self.graveyard:
+            self.drain()
+        try:
+            return self.pool.allocate(nbytes)
+        except (cl.Error, MemoryError):
+            try:
+                self.release_held()
+                return self.pool.allocate(nbytes)
+            except (cl.Error, MemoryError):
+                return None
+
+    def drain(self):
+        """Returns the blocks of dead DeviceArrays to the pool."""
+        while self.graveyard:
+            buf = self.graveyard.pop()
+            try:
+                buf.release()
+            except Exception:       # already released
+                pass
+
+    def release_held(self):
+        """Returns every held (free) block of the pool to the driver."""
+        with self.lock:
+            self.drain()
+            self.sync()
+            self.pool.free_held()
+
+    def held_bytes(self) -> int:
+        return int(self.pool.managed_bytes) - int(self.pool.active_bytes)
+
+    def trim(self):
+        """Releases the held blocks when they exceed hold_limit."""
+        if self.held_bytes() > self.hold_limit:
+            self.pool.free_held()
+
+    def sync(self):
+        """Waits for the queue; transfers in flight end."""
+        self.queue.finish()
+        self.pending.clear()
+
+    def keep(self, event):
+        """Keeps a non-blocking transfer's event (pyopencl waits for it when
+        the event dies) until the queue is known to be past it."""
+        self.pending.append(event)
+        if len(self.pending) > _MAX_PENDING:
+            self.sync()
+
+    def retire(self, buf):
+        """Called by a dead DeviceArray's finalizer (any thread, no lock)."""
+        self.graveyard.append(buf)
+
+    def read(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        """A host copy of device memory (waits for it)."""
+        out = np.empty(shape, dtype)
+        if out.size:
+            self.cl.enqueue_copy(self.queue, out, mem.buf, src_offset=off * dtype.itemsize)
+            self.pending.clear()
+        return out
+
+    def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool) -> "_Launcher":
+        key = (id(knl), wg, kinds, can_fail)
+        found = self.launchers.get(key)
+        if found is None:
+            found = self.launchers[key] = _Launcher(self, knl, wg, kinds, can_fail)
+        return found
+
+
+class _Launcher:
+    """One kernel, its scalar argument types set once (pyopencl then packs
+    the arguments and enqueues in one call, a few microseconds)."""
+    __slots__ = ("knl", "wg", "kinds", "can_fail", "ptrs", "conv", "err", "queue")
+
+    def __init__(self, dev: Device, knl, wg: int, kinds: tuple, can_fail: bool):
+        self.knl, self.wg, self.kinds, self.can_fail = knl, wg, kinds, can_fail
+        dtypes = [np.int64, None]
+        conv = []
+        for kind in kinds:
+            if kind == "ptr":
+                dtypes += [None, np.int64]
+                conv.append(None)
+            elif kind == "bool":
+                dtypes.append(np.uint8)
+                conv.append(int)
+            else:
+                dtypes.append(_DTYPES[kind])
+                conv.append(None)
+        knl.set_scalar_arg_dtypes(dtypes)
+        self.ptrs = tuple(i for i, kind in enumerate(kinds) if kind == "ptr")
+        self.conv = tuple(conv)
+        self.err = dev.err
+        self.queue = dev.queue
+
 
 class Call:
-    """The runtime of one entry call (`rt` in the generated host code)."""
+    """The runtime of one entry call (`rt` in the generated host code).
+    Use under LOCK; `run(fn, args)` runs a host function, `release()`
+    (always, in a finally) ends the call."""
 
     def __init__(self, dev: Device, kernels: list):
         self.dev = dev
         self.cl = dev.cl
         self.queue = dev.queue
         self.nthreads = dev.nthreads
-        self.kernels = kernels          # [(cl.Kernel, wg, kinds, can_fail)]
+        # _Launchers, or (cl.Kernel, wg, kinds, can_fail) to make them from
+        self.kernels = (kernels if not kernels or isinstance(kernels[0], _Launcher)
+                        else [dev.launcher(*k) for k in kernels])
         self.owned: dict = {}           # id -> DevMem allocated in this call, not freed
+        self.mirrors: dict = {}         # DevMem -> host copy of its elements
+        self.dirty: dict = {}           # DevMem -> (lo, hi): the mirror's part to send
+        self.unchecked = False          # a kernel that can fail ran since the last check
+        if dev.graveyard:
+            dev.drain()
 
-    # -- memory ----------------------------------------------------------------
+    # -- running ----------------------------------------------------------------------
+    def run(self, fn, args: list, downloads: tuple = ()):
+        """Calls host function fn(rt, *args) and checks the device's errors:
+        (None, [arrays]) on success, ((code, msg, args), None) on the first
+        failure. `downloads` are (pointer, shape, dtype) of results to copy
+        back, read in the same wait as the error buffer. A pointer that a
+        host array should come from is read only after fn returns."""
+        try:
+            err = fn(self, *args)
+        except KernelFailure as f:
+            return f.err, None
+        if err is not None:
+            return err, None
+        if not (downloads or self.unchecked or self.dirty):
+            return None, ()
+        return self.finish(downloads)
+
+    def finish(self, downloads=()):
+        self._flush()
+        cl, q = self.cl, self.queue
+        errbuf = None
+        if self.unchecked:
+            errbuf = np.empty(_ERR_INTS, np.int32)
+            ev = cl.enqueue_copy(q, errbuf, self.dev.err, is_blocking=False)
+        outs = []
+        for p, shape, dtype in downloads:
+            outs.append(self.download(p, shape, dtype))
+        if errbuf is not None:
+            ev.wait()
+            self.unchecked = False
+            self.dev.pending.clear()
+            err = self._error(errbuf)
+            if err is not None:
+                return err, None
+        return None, outs
+
+    def _error(self, errbuf):
+        if errbuf[0] == 0:
+            return None
+        self.cl.enqueue_copy(self.queue, self.dev.err, self.dev._zeros, is_blocking=False)
+        self.dev.queue.finish()
+        return (int(errbuf[0]), int(errbuf[1]), tuple(int(a) for a in errbuf[2:10].view(np.int64)))
+
+    def check(self):
+        """Raises KernelFailure if a kernel failed (waits for the queue)."""
+        if self.unchecked:
+            errbuf = np.empty(_ERR_INTS, np.int32)
+            self.cl.enqueue_copy(self.queue, errbuf, self.dev.err)
+            self.unchecked = False
+            self.dev.pending.clear()
+            err = self._error(errbuf)
+            if err is not None:
+                raise KernelFailure(err)
+
+    def fail(self, code, msg, args):
+        """A host Fail: the error of an earlier kernel comes first."""
+        self.check()
+        return (code, msg, args)
+
+    # -- memory ----------------------------------------------------------------------
     def alloc(self, count, kind: str):
         """A pointer to a fresh block of max(count, 1) elements; None when the
         size overflows or the device cannot allocate it."""
@@ -186,14 +484,9 @@ class Call:
         nbytes = -(-(n * dt.itemsize) // _MIN_BLOCK) * _MIN_BLOCK
         if nbytes > self.dev.max_alloc:
             return None
-        try:
-            buf = self.dev.pool.allocate(nbytes)
-        except (self.cl.Error, MemoryError):
-            try:
-                self.dev.pool.free_held()
-                buf = self.dev.pool.allocate(nbytes)
-            except (self.cl.Error, MemoryError):
-                return None
+        buf = self.dev.allocate(nbytes)
+        if buf is None:
+            return None
         mem = DevMem(buf, dt, n)
         self.owned[id(mem)] = mem
         return (mem, 0)
@@ -202,42 +495,103 @@ class Call:
         if p is None:
             return
         mem = p[0]
-        if isinstance(mem, DevMem) and self.owned.pop(id(mem), None) is not None:
-            mem.buf.release()
+        if isinstance(mem, DevMem):
+            self.mirrors.pop(mem, None)
+            self.dirty.pop(mem, None)
+            if self.owned.pop(id(mem), None) is not None:
+                mem.buf.release()
+
+    def detach(self, p):
+        """Takes a result's block out of the call (it outlives it, in a
+        DeviceArray): (DevMem, element offset)."""
+        mem, off = p
+        self.owned.pop(id(mem), None)
+        return mem, off
 
     def release(self):
-        """Returns every block this call still holds to the pool."""
-        for mem in self.owned.values():
-            mem.buf.release()
-        self.owned.clear()
+        """Ends the call: returns every block it still holds to the pool
+        (pending kernels may still use them: the in-order queue runs them
+        before any later use of a reused block). A kernel failure nobody
+        checked (the call was interrupted) is read and cleared here, so that
+        it cannot leak into the next call."""
+        try:
+            if self.unchecked:
+                self.unchecked = False
+                errbuf = np.empty(_ERR_INTS, np.int32)
+                self.cl.enqueue_copy(self.queue, errbuf, self.dev.err)
+                self._error(errbuf)
+        finally:
+            if self.owned:
+                for mem in self.owned.values():
+                    mem.buf.release()
+                self.owned.clear()
+                self.dev.trim()
+            self.mirrors.clear()
+            self.dirty.clear()
 
     def upload(self, a: np.ndarray):
-        """A pointer to a device copy of a contiguous array."""
+        """A pointer to a device copy of a contiguous array: a small one is
+        copied and sent without waiting, a large one is sent from the
+        caller's array, waiting (the caller may change it after the call;
+        and PoCL's non-blocking writes of large host arrays are slower)."""
         p = self.alloc(a.size, _kind(a.dtype))
         if p is None:
             raise MemoryError(f"cannot allocate {a.size} elements of {a.dtype} on the device")
-        if a.size:
+        if a.nbytes > UPLOAD_COPY_BYTES:
             self.cl.enqueue_copy(self.queue, p[0].buf, a)
+            self.dev.pending.clear()
+        elif a.size:
+            self.dev.keep(self.cl.enqueue_copy(self.queue, p[0].buf, a.copy(),
+                                               is_blocking=False))
         return p
 
     def download(self, p, shape: tuple, dtype: np.dtype) -> np.ndarray:
+        self._flush()
+        mem, off = p
+        if isinstance(mem, DevMem):
+            return self.dev.read(mem, off, shape, dtype)
         out = np.empty(shape, dtype)
-        if out.size:
-            mem, off = p
-            if isinstance(mem, DevMem):
-                self.cl.enqueue_copy(self.queue, out, mem.buf, src_offset=off * dtype.itemsize)
-            else:
-                out.reshape(-1)[...] = mem[off:off + out.size]
+        out.reshape(-1)[...] = mem[off:off + out.size]
         return out
+
+    def _read_whole(self, mem: DevMem, k: int):
+        """Serves a Load that the mirrors do not: reads the whole buffer when
+        small (keeping it as a mirror), else the one element, with the error
+        check in the same wait."""
+        self._flush()
+        cl, q = self.cl, self.queue
+        errbuf = None
+        if self.unchecked:
+            errbuf = np.empty(_ERR_INTS, np.int32)
+            ev = cl.enqueue_copy(q, errbuf, self.dev.err, is_blocking=False)
+        dt = mem.dtype
+        if mem.count * dt.itemsize <= MIRROR_BYTES:
+            out = np.empty(mem.count, dt)
+            cl.enqueue_copy(q, out, mem.buf)
+            self.mirrors[mem] = out
+            value = out[k]
+        else:
+            out = np.empty(1, dt)
+            cl.enqueue_copy(q, out, mem.buf, src_offset=k * dt.itemsize)
+            value = out[0]
+        self.dev.pending.clear()
+        if errbuf is not None:
+            ev.wait()
+            self.unchecked = False
+            err = self._error(errbuf)
+            if err is not None:
+                raise KernelFailure(err)
+        return value
 
     def load(self, p, i):
         mem, off = p
         k = off + int(i)
         if not isinstance(mem, DevMem):
             return mem[k]
-        out = np.empty(1, mem.dtype)
-        self.cl.enqueue_copy(self.queue, out, mem.buf, src_offset=k * mem.dtype.itemsize)
-        return out[0]
+        m = self.mirrors.get(mem)
+        if m is not None:
+            return m[k]
+        return self._read_whole(mem, k)
 
     def store(self, p, i, v):
         mem, off = p
@@ -245,8 +599,26 @@ class Call:
         if not isinstance(mem, DevMem):
             mem[k] = v
             return
-        self.cl.enqueue_copy(self.queue, mem.buf, np.array([v], dtype=mem.dtype),
-                             dst_offset=k * mem.dtype.itemsize)
+        m = self.mirrors.get(mem)
+        if m is not None:
+            m[k] = v
+            d = self.dirty.get(mem)
+            self.dirty[mem] = (k, k + 1) if d is None else (min(d[0], k), max(d[1], k + 1))
+            return
+        ev = self.cl.enqueue_copy(self.queue, mem.buf, np.array([v], dtype=mem.dtype),
+                                  dst_offset=k * mem.dtype.itemsize, is_blocking=False)
+        self.dev.keep(ev)
+
+    def _flush(self):
+        """Sends the host mirrors' stores to the device (one write a buffer)."""
+        if not self.dirty:
+            return
+        cl, q = self.cl, self.queue
+        for mem, (lo, hi) in self.dirty.items():
+            src = self.mirrors[mem][lo:hi].copy()
+            self.dev.keep(cl.enqueue_copy(q, mem.buf, src, dst_offset=lo * mem.dtype.itemsize,
+                                          is_blocking=False))
+        self.dirty.clear()
 
     def copy(self, dst, src, count):
         n = int(count)
@@ -254,49 +626,54 @@ class Call:
             return
         (dm, do), (sm, so) = dst, src
         cl, q = self.cl, self.queue
+        self._flush()
+        if isinstance(dm, DevMem):
+            self.mirrors.pop(dm, None)
         if isinstance(dm, DevMem) and isinstance(sm, DevMem):
             size = dm.dtype.itemsize
             cl.enqueue_copy(q, dm.buf, sm.buf, byte_count=n * size, src_offset=so * size,
                             dst_offset=do * size)
         elif isinstance(dm, DevMem):
-            cl.enqueue_copy(q, dm.buf, np.ascontiguousarray(sm[so:so + n]),
-                            dst_offset=do * dm.dtype.itemsize)
+            self.dev.keep(cl.enqueue_copy(q, dm.buf, np.array(sm[so:so + n]),
+                                          dst_offset=do * dm.dtype.itemsize, is_blocking=False))
         elif isinstance(sm, DevMem):
-            tmp = np.empty(n, sm.dtype)
-            cl.enqueue_copy(q, tmp, sm.buf, src_offset=so * sm.dtype.itemsize)
-            dm[do:do + n] = tmp
+            self.check()
+            m = self.mirrors.get(sm)
+            if m is not None:
+                dm[do:do + n] = m[so:so + n]
+            else:
+                dm[do:do + n] = self.dev.read(sm, so, (n,), sm.dtype)
         else:
             dm[do:do + n] = sm[so:so + n]
 
     # -- launches ----------------------------------------------------------------
     def launch(self, k: int, count, args: tuple):
-        """Runs kernel k over `count` work-items; (code, msg, args) when a
-        work-item failed (the first failure), else None."""
+        """Enqueues kernel k over `count` work-items (does not wait; errors
+        are checked later, see the module doc)."""
         n = int(count)
         if n <= 0:
             return None
-        knl, wg, kinds, can_fail = self.kernels[k]
-        cl_args = [np.int64(n), self.dev.err]
-        for kind, a in zip(kinds, args):
-            if kind == "ptr":
+        lk = self.kernels[k]
+        if self.dirty:
+            self._flush()
+        cl_args = [n, lk.err]
+        mirrors = self.mirrors
+        for a, c in zip(args, lk.conv):
+            if type(a) is tuple:
                 mem, off = a
                 if not isinstance(mem, DevMem):
                     raise RuntimeError("a kernel captured host memory (a compiler bug)")
-                cl_args += [mem.buf, np.int64(off)]
-            elif kind == "bool":
-                cl_args.append(np.uint8(a))
+                if mirrors:
+                    mirrors.pop(mem, None)
+                cl_args.append(mem.buf)
+                cl_args.append(off)
             else:
-                cl_args.append(_DTYPES[kind].type(a))
-        knl.set_args(*cl_args)
-        self.cl.enqueue_nd_range_kernel(self.queue, knl, (-(-n // wg) * wg,), (wg,))
-        if not can_fail:
-            return None
-        err = np.empty(_ERR_INTS, np.int32)
-        self.cl.enqueue_copy(self.queue, err, self.dev.err)
-        if err[0] == 0:
-            return None
-        self.dev._zero_err()
-        return (int(err[0]), int(err[1]), tuple(int(a) for a in err[2:10].view(np.int64)))
+                cl_args.append(a if c is None else c(a))
+        wg = lk.wg
+        lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args)
+        if lk.can_fail:
+            self.unchecked = True
+        return None
 
 
 def _kind(dt: np.dtype) -> str:
@@ -306,4 +683,24 @@ def _kind(dt: np.dtype) -> str:
     raise TypeError(f"no kernel type for {dt}")
 
 
-__all__ = ["device", "available", "Device", "DevMem", "Call", "NoDevice"]
+def device_array(dev: Device, mem: DevMem, off: int, shape: tuple, dtype: np.dtype):
+    """A DeviceArray over (mem, off) whose block returns to the pool when the
+    last DeviceArray over it dies."""
+    from pyshark.wrapper.device_array import DeviceArray
+    _track(dev, mem)
+    return DeviceArray._make(dev, mem, off, shape, dtype)
+
+
+_tracked: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def _track(dev: Device, mem: DevMem):
+    """Frees mem's block (through dev.retire) when mem dies; once per mem."""
+    if mem in _tracked:
+        return
+    _tracked.add(mem)
+    weakref.finalize(mem, dev.retire, mem.buf)
+
+
+__all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
+           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "device_array"]

@@ -39,7 +39,8 @@ class Built:
     """A translated and built module. `call(name, *args)`: numpy arrays for
     pointer params (copied to the device and back after the call, or, with
     host_memory=True, passed as host memory so that only host code runs),
-    numpy scalars for scalars. Returns None or (code, msg, args)."""
+    numpy scalars for scalars. Returns None or (code, msg, args) (the first
+    failure)."""
 
     def __init__(self, m: K.Module):
         from pyshark.codegen.opencl.backend import translate_kernels
@@ -74,10 +75,13 @@ class Built:
                         back.append((a, p))
                     else:
                         conv.append(a)
-                res = fn(rt, *conv)
-                if not host_memory:
-                    for a, p in back:
-                        a[...] = rt.download(p, a.shape, a.dtype)
+                res, arrays = rt.run(fn, conv, [(p, a.shape, a.dtype) for a, p in back
+                                                 if not host_memory])
+                if arrays is None and not host_memory:     # after a failure: what ran
+                    arrays = [rt.download(p, a.shape, a.dtype) for a, p in back]
+                if arrays:
+                    for (a, _), out in zip(back, arrays):
+                        a[...] = out
                 live = len(rt.owned) - len(back)
             finally:
                 rt.release()

@@ -1,0 +1,81 @@
+"""DeviceArray: an array that stays in an OpenCL device's memory.
+
+`Wrapper(backend="opencl", device_arrays=True)` returns array results as
+DeviceArrays, and every entry of an opencl Wrapper takes one as an argument
+without a transfer, so chained calls move no data to the host:
+
+    w = Wrapper(backend="opencl", device_arrays=True)
+    ...
+    ys = w.saxpy(2.0, xs, xs)          # a DeviceArray
+    zs = w.saxpy(3.0, ys, ys)          # ys is not copied
+    np.asarray(zs), zs.get()           # numpy arrays (one copy back)
+
+Other backends take a DeviceArray too, as the numpy array it holds
+(np.asarray, one copy back). A DeviceArray holds its device block until it
+is garbage-collected; then the block returns to the device's memory pool.
+Arrays are values: nothing writes into a DeviceArray after it is made.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+class DeviceArray:
+    """A C-contiguous n-d array of scalars in device memory (read-only)."""
+
+    __slots__ = ("device", "_mem", "_off", "shape", "dtype", "__weakref__")
+
+    #: lets the wrapper recognise DeviceArrays without importing this module
+    __pyshark_device_array__ = True
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceArrays are made by entries of Wrapper(backend='opencl', "
+                        "device_arrays=True)")
+
+    @classmethod
+    def _make(cls, device, mem, off: int, shape: tuple, dtype) -> "DeviceArray":
+        self = object.__new__(cls)
+        self.device, self._mem, self._off = device, mem, int(off)
+        self.shape, self.dtype = tuple(int(d) for d in shape), np.dtype(dtype)
+        return self
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d DeviceArray")
+        return self.shape[0]
+
+    def get(self) -> np.ndarray:
+        """A numpy copy (waits for the computation that makes it)."""
+        from pyshark.codegen.opencl.runtime import LOCK
+        with LOCK:
+            return self.device.read(self._mem, self._off, self.shape, self.dtype)
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.get()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        shape = "x".join(str(d) for d in self.shape)
+        return f"<DeviceArray {self.dtype}[{shape}] on {self.device.name}>"
+
+
+def is_device_array(v) -> bool:
+    return getattr(type(v), "__pyshark_device_array__", False) is True
+
+
+__all__ = ["DeviceArray", "is_device_array"]
