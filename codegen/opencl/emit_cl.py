@@ -3,7 +3,7 @@
 `emit_kernel(name, parfor)` spells the body of one `kir.ParFor` as
 
     __kernel void NAME(long pyshark_n, __global int *pyshark_err, CAPTURES...)
-    {   long i = get_global_id(0); if (i >= pyshark_n) return;  BODY  }
+    {   long i = get_global_id(0); if (pyshark_err[0] != 0) return; if (i >= pyshark_n) return;  BODY  }
 
 one work-item per iteration; the host rounds the global size up to a
 multiple of the work-group size, hence the guard. CAPTURES are
@@ -498,7 +498,12 @@ class _KernelEmitter:
             elif isinstance(s, K.AtomicUpdate):
                 declared.setdefault(s.old.name, s.old)
         i = self.name(p.var)
-        locals_ = [f"{ind}const long {i} = (long)get_global_id(0);"]
+        # An earlier kernel of this entry failed: the host checks the error
+        # buffer only where it needs device data, so a later kernel may start
+        # on garbage; it does nothing instead (uniform across a group: only
+        # earlier kernels set the flag of a group kernel, which cannot fail).
+        locals_ = [f"{ind}const long {i} = (long)get_global_id(0);",
+                   f"{ind}if ({ERR}[0] != 0) return;"]
         if p.group_size is None:
             locals_.append(f"{ind}if ({i} >= {COUNT}) return;")
         for s in p.body.stms:
