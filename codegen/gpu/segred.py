@@ -1,0 +1,127 @@
+"""segred: reduce as a two-stage work-group tree reduction (Futhark's
+ImpGen/GPU/SegRed.hs, non-segmented case; the tree is Harris, "Optimizing
+Parallel Reduction in CUDA", 2007; see group.py).
+
+Stage 1, a work-group kernel of ng groups of G work-items (ng from
+NumThreads and n, group.group_count): each work-item folds many elements
+sequentially from the neutral element, the group combines its work-items'
+values with a tree in local memory, and work-item 0 writes the group's
+partial. Stage 2 (when ng > 1), one group reduces the ng partials the same
+way into partials[0]. The host then reads the one result (one Load per
+component of the accumulator).
+
+Which elements a work-item folds:
+- commutative operator (reduce_comm, or a lambda that is one commutative
+  primitive of its parameters: group.is_commutative): strided, work-item g
+  of T reads g, g+T, g+2T, ... (coalesced), and the tree uses sequential
+  addressing;
+- otherwise (reduce is only associative): work-item g folds the g-th of T
+  contiguous chunks, in order, and the tree keeps the local-id order. This
+  is correct but uncoalesced; Futhark stages chunks through local memory
+  (a transposition) to coalesce it -- the next step here.
+
+Work-group kernels may not fail: when the fused element code (a Delayed
+producer, e.g. a map with a bounds check) can fail, the failing inputs are
+first computed into memory by a plain ParFor (lw.materialise), which raises
+the error as the mc/ code would; an operator that can fail, array-valued
+accumulators and accumulators too large for the target's local memory are
+declined (the mc/ algorithm runs).
+"""
+from __future__ import annotations
+
+from pyshark.core import ir
+from pyshark.core.types import I64
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Delayed, Lowerer
+from ..mc.common import all_scalar, check_width, elements
+from .common import can_fail, group_for, group_size, local_alloc, trial
+from .group import (ONE, ZERO, fold_contiguous, fold_strided, group_count, in_range_index,
+                    is_commutative, lambda_op, local_bytes, new_vars, tree_reduce, when)
+
+
+def op_can_fail(lw: Lowerer, lam, env) -> bool:
+    """Whether applying the operator lambda can fail (or allocates)."""
+    def gen():
+        args = [lw.var("a", t) for t in lam.ret] + [lw.var("b", t) for t in lam.ret]
+        return lambda_op(lw, lam, env)(args[:len(lam.ret)], args[len(lam.ret):])
+    return can_fail(trial(lw, gen)[1])
+
+
+def safe_inputs(lw: Lowerer, arrs: list, n: K.Expr) -> list:
+    """The inputs, with every Delayed one whose element code can fail (or
+    allocate) computed into memory first by a plain ParFor, so that reading
+    an element in a work-group kernel cannot fail."""
+    out = []
+    for a in arrs:
+        if isinstance(a, Delayed):
+            probe = lw.var("j", I64)
+            _, blk = trial(lw, lambda: in_range_index(lw, probe, n, lambda j: elements(lw, [a], j)))
+            if can_fail(blk):
+                a = lw.materialise(a)
+        out.append(a)
+    return out
+
+
+def element_fn(lw: Lowerer, arrs: list):
+    return lambda j: elements(lw, arrs, j)
+
+
+def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
+    lam = e.lam
+    G = group_size(lw)
+    if not all_scalar(lam.ret) or local_bytes(lam.ret) * G > lw.options.target.local_mem:
+        return None
+    arrs = [lw.array(a, env) for a in e.arrs]
+    if any(a.rank != 1 for a in arrs) or op_can_fail(lw, lam, env):
+        return None
+    # -- decided: from here on, code is emitted
+    n = lw.scalar(e.width, env)
+    check_width(lw, n, e.arrs, arrs, stm.loc, "reduce")
+    neutral = [lw.atom(a, env) for a in e.neutral]
+    arrs = safe_inputs(lw, arrs, n)
+    return group_reduce(lw, lambda_op(lw, lam, env), list(lam.ret), neutral,
+                        element_fn(lw, arrs), n, is_commutative(e))
+
+
+def group_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
+                 commutative: bool) -> list:
+    """The two stages (module docstring) at host level; returns host
+    variables holding the result."""
+    G = group_size(lw)
+    cG = S.const(G, I64)
+    ng = group_count(lw, n, G)
+    T = lw.let("nitems", S.b("mul", ng, cG))
+    partials = [lw.var("part", K.Ptr(t)) for t in types]
+    for p in partials:
+        lw.emit(K.Alloc(p, ng))
+    fold = fold_strided if commutative else fold_contiguous
+
+    def stage1(i):
+        locs = [local_alloc(lw, "red", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        accs = new_vars(lw, "acc", types, list(neutral))
+        fold(lw, op, accs, elem, n, i, T, ZERO, n)
+        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        grp = lw.let("grp", K.GroupId())
+        when(lw, S.b("eq", lid, ZERO),
+             lambda: [lw.emit(K.Store(p, grp, x)) for p, x in zip(partials, tot)])
+    group_for(lw, "g", T, stage1)
+
+    def stage2(i):
+        locs = [local_alloc(lw, "red", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        accs = new_vars(lw, "acc", types, list(neutral))
+        fold(lw, op, accs, lambda j: [lw.let("p", K.Load(p, j)) for p in partials],
+             ng, lid, cG, ZERO, ng)
+        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        when(lw, S.b("eq", lid, ZERO),
+             lambda: [lw.emit(K.Store(p, ZERO, x)) for p, x in zip(partials, tot)])
+    with lw.block() as blk:
+        group_for(lw, "g", cG, stage2)
+    lw.emit(K.If(S.b("gt", ng, ONE), blk[0]))
+    out = [lw.let("red", K.Load(p, ZERO)) for p in partials]
+    for p in partials:
+        lw.emit(K.Free(p))
+    return out
