@@ -1,0 +1,125 @@
+"""segscan: inclusive scan as reduce-then-scan over contiguous blocks
+(Futhark's ImpGen/GPU/SegScan.hs before its single-pass variant; Merrill
+and Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back",
+2016, section 3 "reduce-then-scan"; the blocks of group.py).
+
+The input is cut into ng contiguous blocks, one per group (ng from
+NumThreads and n, group.group_count, at least G*E elements a block):
+1. a work-group kernel: each group reduces its block to one total (a
+   sequential fold per work-item, then the tree of group.tree_reduce:
+   strided and coalesced for a commutative operator, contiguous chunks in
+   order otherwise), written to totals[b];
+2. one group scans the ng totals in place (group.block_scan), so totals[b]
+   is the combination of blocks 0..b;
+3. a work-group kernel: group b scans its block from the carry-in
+   totals[b-1] (the neutral element for b = 0), tile by tile: a tile of
+   G*E elements is loaded coalesced into local memory, each work-item scans
+   its E consecutive elements, a Hillis-Steele scan over the group gives
+   each work-item's prefix, and the tile is written back coalesced.
+With one block (small n) only kernel 3 runs. The input is read twice and
+the output written once (3n element moves; single-pass decoupled look-back
+would make it 2n: the next step).
+
+Work-group kernels may not fail: inputs whose fused element code can fail
+are first computed by a plain ParFor (segred.safe_inputs); an operator that
+can fail, array-valued elements and accumulators too large for local memory
+are declined (the mc/ algorithm runs).
+"""
+from __future__ import annotations
+
+from pyshark.core import ir
+from pyshark.core.types import I64
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Lowerer
+from ..mc.common import all_scalar, check_width
+from .common import group_for, group_size, local_alloc
+from .group import (ONE, ZERO, block_scan, fold_contiguous, fold_strided, group_count,
+                    is_commutative, lambda_op, load_all, local_bytes, new_vars, tile_elems,
+                    tree_reduce, when)
+from .segred import element_fn, op_can_fail, safe_inputs
+
+
+def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
+    lam = e.lam
+    G = group_size(lw)
+    types = list(lam.ret)
+    if not all_scalar(types):
+        return None
+    E = tile_elems(G, lw.options.target.local_mem, local_bytes(types),
+                   fixed=G * local_bytes(types))
+    if E < 1:
+        return None
+    arrs = [lw.array(a, env) for a in e.arrs]
+    if any(a.rank != 1 for a in arrs) or op_can_fail(lw, lam, env):
+        return None
+    # -- decided: from here on, code is emitted
+    n = lw.scalar(e.width, env)
+    check_width(lw, n, e.arrs, arrs, stm.loc, "scan")
+    neutral = [lw.atom(a, env) for a in e.neutral]
+    arrs = safe_inputs(lw, arrs, n)
+    outs = [lw.alloc("scan", t, (n,)) for t in types]
+    group_scan_into(lw, lambda_op(lw, lam, env), types, neutral, element_fn(lw, arrs), n,
+                    is_commutative(e), E,
+                    lambda j, xs: [lw.emit(K.Store(o.data, j, x)) for o, x in zip(outs, xs)])
+    return outs
+
+
+def group_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
+                    commutative: bool, E: int, store) -> None:
+    """The three kernels (module docstring) at host level: store(j, values)
+    is called (in kernel 3) with the inclusive scan at every j < n."""
+    G = group_size(lw)
+    cG = S.const(G, I64)
+    ng = group_count(lw, n, G * E)
+    T = lw.let("nitems", S.b("mul", ng, cG))
+    totals = [lw.var("tot", K.Ptr(t)) for t in types]
+    for p in totals:
+        lw.emit(K.Alloc(p, ng))
+    fold = fold_strided if commutative else fold_contiguous
+
+    def block_bounds(b):
+        lo = lw.let("lo", S.b("div", S.b("mul", b, n), ng))
+        hi = lw.let("hi", S.b("div", S.b("mul", S.b("add", b, ONE), n), ng))
+        return lo, hi
+
+    def reduce_blocks(i):
+        locs = [local_alloc(lw, "red", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        b = lw.let("grp", K.GroupId())
+        lo, hi = block_bounds(b)
+        accs = new_vars(lw, "acc", types, list(neutral))
+        fold(lw, op, accs, elem, n, lid, cG, lo, hi)
+        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        when(lw, S.b("eq", lid, ZERO),
+             lambda: [lw.emit(K.Store(p, b, x)) for p, x in zip(totals, tot)])
+
+    def scan_totals(i):
+        tile = [local_alloc(lw, "tile", t, G * E) for t in types]
+        tots = [local_alloc(lw, "gsc", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        carry = new_vars(lw, "carry", types, list(neutral))
+        block_scan(lw, op, types, neutral, lambda j: load_all(lw, totals, j, "t"), ng,
+                   lambda j, xs: [lw.emit(K.Store(p, j, x)) for p, x in zip(totals, xs)],
+                   ZERO, ng, carry, lid, G, E, tile, tots)
+
+    with lw.block() as blk:
+        group_for(lw, "g", T, reduce_blocks)
+        group_for(lw, "g", cG, scan_totals)
+    lw.emit(K.If(S.b("gt", ng, ONE), blk[0]))
+
+    def scan_blocks(i):
+        tile = [local_alloc(lw, "tile", t, G * E) for t in types]
+        tots = [local_alloc(lw, "gsc", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        b = lw.let("grp", K.GroupId())
+        lo, hi = block_bounds(b)
+        first = S.b("gt", b, ZERO)
+        prev = lw.let("prev", K.Sel(first, S.b("sub", b, ONE), ZERO))
+        carry = new_vars(lw, "carry", types,
+                         [K.Sel(first, K.Load(p, prev), x) for p, x in zip(totals, neutral)])
+        block_scan(lw, op, types, neutral, elem, n, store, lo, hi, carry, lid, G, E, tile, tots)
+    group_for(lw, "g", T, scan_blocks)
+    for p in totals:
+        lw.emit(K.Free(p))
