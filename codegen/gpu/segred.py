@@ -53,14 +53,28 @@ def safe_inputs(lw: Lowerer, arrs: list, n: K.Expr) -> list:
     """The inputs, with every Delayed one whose element code can fail (or
     allocate) computed into memory first by a plain ParFor, so that reading
     an element in a work-group kernel cannot fail."""
-    out = []
-    for a in arrs:
+    out = list(arrs)
+    groups: dict = {}
+    for k, a in enumerate(arrs):
         if isinstance(a, Delayed):
-            probe = lw.var("j", I64)
-            _, blk = trial(lw, lambda: in_range_index(lw, probe, n, lambda j: elements(lw, [a], j)))
-            if can_fail(blk):
-                a = lw.materialise(a)
-        out.append(a)
+            groups.setdefault(id(a.group), []).append(k)
+    for ks in groups.values():
+        d = arrs[ks[0]]
+        probe = lw.var("j", I64)
+        _, blk = trial(lw, lambda: in_range_index(lw, probe, n, lambda j: elements(lw, [d], j)))
+        if not can_fail(blk):
+            continue
+        # one plain ParFor computes every result of the producer that is used
+        mats = {arrs[k].k: lw.alloc("mat", arrs[k].elem, (lw.let("n", d.group.n),))
+                for k in ks}
+
+        def body(i):
+            vals = d.group.compute(i)
+            for r, m in mats.items():
+                lw.emit(K.Store(m.data, i, vals[r]))
+        lw.par_for("i", d.group.n, body)
+        for k in ks:
+            out[k] = mats[arrs[k].k]
     return out
 
 

@@ -1,0 +1,229 @@
+"""The work-group algorithms of codegen/gpu/ (segred, segscan, filter) on
+the "opencl" backend (PoCL in the tests) against Python mode, at sizes
+around the work-group size (256) and the tile size, and against a NumPy
+reference of the same semantics at 2**20 + 3; and the kernel IR they
+produce (work-group ParFors where they apply, none where they decline)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyshark import Wrapper
+from pyshark.testing import assert_close
+from pyshark.wrapper.registry import available_backends
+
+HERE = Path(__file__).resolve().parent
+SRC = HERE / "gpu_kernels.py"
+SIZES = [0, 1, 7, 255, 256, 257, 1023, 2 ** 20 + 3]
+BIG = 2 ** 20 + 3
+
+pytestmark = pytest.mark.skipif("opencl" not in available_backends(),
+                                reason="no OpenCL device here")
+
+
+def _wrapper(backend: str, **options) -> Wrapper:
+    w = Wrapper(backend, **options)
+    w.add_source_file(SRC)
+    return w.compile_and_load()
+
+
+@pytest.fixture(scope="module")
+def wrappers():
+    return {"python": _wrapper("python"), "opencl": _wrapper("opencl")}
+
+
+# -- inputs and NumPy references (for the size where Python mode is too slow) ----
+
+
+def _rng(name, n):
+    return np.random.default_rng(n * 31 + len(name))
+
+
+def _with_nans(rng, xs, p=0.001):
+    xs = xs.copy()
+    xs[rng.random(len(xs)) < p] = np.nan
+    return xs
+
+
+def _affine_fold(ms, cs):
+    """The composition of x -> m*x + c in order: (prod m, C) with wrapping i64."""
+    m = ms.astype(np.int64)
+    suffix = np.ones(len(m) + 1, np.int64)
+    suffix[:-1] = np.cumprod(m[::-1])[::-1]
+    return np.int64(suffix[0]), np.int64(np.sum(cs * suffix[1:]))
+
+
+def _affine_scan(ms, cs):
+    M, C = np.empty(len(ms), np.int64), np.empty(len(ms), np.int64)
+    m, c = 1, 0
+    for k, (a, b) in enumerate(zip(ms.tolist(), cs.tolist())):
+        m, c = m * a, c * a + b
+        M[k], C[k] = m, c
+    return M, C
+
+
+def _last_nonzero_scan(xs):
+    pos = np.where(xs != 0, np.arange(len(xs)), -1)
+    last = np.maximum.accumulate(pos) if len(xs) else pos
+    return np.where(last >= 0, xs[np.maximum(last, 0)], 0).astype(xs.dtype)
+
+
+CASES = {
+    # name: (inputs(rng, n), reference(*inputs))
+    "sum_f32": (lambda r, n: ((np.arange(n) % 7).astype(np.float32),),
+                lambda xs: np.float32(xs.sum(dtype=np.float64))),
+    "sum_sq_i64": (lambda r, n: (r.integers(-1000, 1000, n),),
+                   lambda xs: np.int64((xs * xs - 3).sum())),
+    "max_i32": (lambda r, n: (r.integers(-2 ** 31, 2 ** 31, n, dtype=np.int32),),
+                lambda xs: xs.max() if len(xs) else np.int32(-2 ** 31)),
+    "min_f64": (lambda r, n: (_with_nans(r, r.standard_normal(n)),),
+                lambda xs: np.min(xs) if len(xs) else np.inf),
+    "pymax_f64": (lambda r, n: (_with_nans(r, r.standard_normal(n)),),
+                  lambda xs: np.nanmax(xs) if len(xs) else -np.inf),
+    "compose": (lambda r, n: (r.integers(-1, 2, n), r.integers(-5, 6, n)), _affine_fold),
+    "last_nonzero": (lambda r, n: ((r.integers(0, 2, n) * r.integers(-9, 9, n)).astype(np.int32),),
+                     lambda xs: xs[xs != 0][-1] if (xs != 0).any() else np.int32(0)),
+    "sum_and_count": (lambda r, n: (r.integers(-50, 50, n).astype(np.float64),),
+                      lambda xs: (xs.sum(), np.int64((xs > 0).sum()),
+                                  xs.max() if len(xs) else -np.inf)),
+    "gather_sum": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
+                   lambda idx, ys: np.int64(ys[idx].sum())),
+    "gather_compose": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
+                       lambda idx, ys: _affine_fold(ys[idx] % 3 - 1, ys[idx])),
+    "cumsum_f32": (lambda r, n: ((np.arange(n) % 5).astype(np.float32),),
+                   lambda xs: np.cumsum(xs, dtype=np.float64).astype(np.float32)),
+    "cumsum_sq": (lambda r, n: (r.integers(-1000, 1000, n),), lambda xs: np.cumsum(xs * xs - 3)),
+    "scan_compose": (lambda r, n: (r.integers(-1, 2, n), r.integers(-5, 6, n)), _affine_scan),
+    "scan_last_nonzero": (lambda r, n: ((r.integers(0, 2, n) * r.integers(-9, 9, n)).astype(np.int32),),
+                          _last_nonzero_scan),
+    "scan_max_f64": (lambda r, n: (_with_nans(r, r.standard_normal(n), 1e-5),),
+                     lambda xs: np.maximum.accumulate(xs) if len(xs) else xs),
+    "scan_gather": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
+                    lambda idx, ys: np.cumsum(ys[idx])),
+    "filter_mod3": (lambda r, n: (r.integers(-1000, 1000, n),), lambda xs: xs[xs % 3 == 1]),
+    "filter_not_nan": (lambda r, n: (_with_nans(r, r.standard_normal(n).astype(np.float32), 0.3),),
+                       lambda xs: xs[~np.isnan(xs)]),
+    "partition_half": (lambda r, n: (r.random(n),), lambda xs: (xs[xs > 0.5], xs[~(xs > 0.5)])),
+    "filter_pairs": (lambda r, n: (r.integers(-5, 5, n, dtype=np.int32), r.random(n) < 0.3),
+                     lambda xs, bs: (xs[bs | (xs < 0)], bs[bs | (xs < 0)])),
+    "filter_gather": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
+                      lambda idx, ys: idx[ys[idx] > 0]),
+    "filter_mapped_gather": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
+                             lambda idx, ys: ys[idx][ys[idx] > 0]),
+}
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_against_python_mode_or_numpy(wrappers, name, n):
+    make, ref = CASES[name]
+    args = make(_rng(name, n), n)
+    got = wrappers["opencl"].invoke(name, *args)
+    if n < BIG:
+        want = wrappers["python"].invoke(name, *args)
+        assert_close(got, want)
+    want = ref(*args)
+    assert_close(got, want)
+
+
+@pytest.mark.parametrize("n", [1, 7, 257, BIG])
+@pytest.mark.parametrize("name", ["gather_sum", "gather_compose", "scan_gather", "filter_gather",
+                                  "filter_mapped_gather"])
+def test_failing_element_code_raises_index_error(wrappers, name, n):
+    rng = _rng(name, n)
+    idx = rng.integers(0, 100, n)
+    idx[rng.integers(0, n)] = 100 + n          # one index out of range
+    ys = rng.integers(-9, 9, 100)
+    if n < BIG:
+        with pytest.raises(IndexError):
+            wrappers["python"].invoke(name, idx, ys)
+    with pytest.raises(IndexError):
+        wrappers["opencl"].invoke(name, idx, ys)
+
+
+@pytest.mark.parametrize("n", [0, 1, 300])
+def test_failing_operator_is_declined_and_raises(wrappers, n):
+    xs = np.arange(n, dtype=np.int64) - 100
+    assert wrappers["opencl"].invoke("div_max", xs, np.int64(1)) == \
+        wrappers["python"].invoke("div_max", xs, np.int64(1))
+    if n:
+        for w in wrappers.values():
+            with pytest.raises(ZeroDivisionError):
+                w.invoke("div_max", xs, np.int64(0))
+
+
+def test_unsafe_keeps_fused_gathers_in_work_group_kernels():
+    w = _wrapper("opencl", unsafe=True)
+    rng = np.random.default_rng(5)
+    idx, ys = rng.integers(0, 100, 5000), rng.integers(-9, 9, 100)
+    assert w.gather_sum(idx, ys) == ys[idx].sum()
+    assert np.array_equal(w.scan_gather(idx, ys), np.cumsum(ys[idx]))
+    assert np.array_equal(w.filter_gather(idx, ys), idx[ys[idx] > 0])
+    fns = _kernels(unsafe=True)
+    for name in ("gather_sum", "scan_gather", "filter_gather"):
+        assert _parfors(fns[name]) and all(g is not None for g in _parfors(fns[name])), name
+
+
+# -- the kernel IR ---------------------------------------------------------------
+
+
+def _kernels(unsafe=False) -> dict:
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.lower import Options
+    from pyshark.codegen.target import gpu_target
+    from pyshark.wrapper.backend import translate_and_check
+    program = translate_and_check(SRC)
+    m = build_kernels(program, Options(unsafe=unsafe), target=gpu_target(256, 65536, True))
+    return {f.name.removeprefix("pyshark_"): f for f in m.functions}
+
+
+def _parfors(f) -> list:
+    """The group sizes of the ParFors of a function (None: a plain ParFor)."""
+    from pyshark.codegen import kir as K
+    from pyshark.codegen.gpu.common import walk
+    return [s.group_size for s in walk(f.body) if isinstance(s, K.ParFor)]
+
+
+def _local_ids(f) -> bool:
+    from pyshark.codegen import kir as K
+    from pyshark.codegen.gpu.common import walk
+    return any(isinstance(s, K.LocalAlloc) for s in walk(f.body))
+
+
+def test_kernel_ir_uses_work_group_parfors():
+    fns = _kernels()
+    plain_then_group = {"gather_sum", "gather_compose", "scan_gather", "filter_gather",
+                        "filter_mapped_gather"}
+    for name in CASES:
+        groups = _parfors(fns[name])
+        assert groups and 256 in groups, name
+        assert _local_ids(fns[name]), name
+        if name in plain_then_group:
+            # the failing gather runs first in a plain ParFor, the rest in group kernels
+            assert groups[0] is None and all(g == 256 for g in groups[1:]), (name, groups)
+        elif name != "partition_half":
+            assert all(g == 256 for g in groups), (name, groups)
+    # reduce: stage 1 and stage 2; scan: three kernels; filter: three kernels
+    assert len(_parfors(fns["sum_f32"])) == 2
+    assert len(_parfors(fns["cumsum_f32"])) == 3
+    assert len(_parfors(fns["filter_mod3"])) == 3
+    # an operator that can fail: declined, the mc algorithm (plain ParFors)
+    assert all(g is None for g in _parfors(fns["div_max"]))
+
+
+def test_commutative_operators_are_recognised():
+    from pyshark.codegen.gpu.group import is_commutative
+    from pyshark.core import ir
+    from pyshark.wrapper.backend import translate_and_check
+    program = translate_and_check(SRC)
+    found = {}
+    for name in program.entries:
+        for stm in program.entry_fun(name).body.stms:
+            if isinstance(stm.exp, (ir.Reduce, ir.Scan)):
+                found[name] = is_commutative(stm.exp)
+    assert found["sum_f32"] and found["max_i32"] and found["min_f64"] and found["cumsum_f32"]
+    assert found["sum_and_count"]                 # reduce_comm
+    assert not found["pymax_f64"]                 # Python's max on floats (NaN)
+    assert not found["compose"] and not found["last_nonzero"] and not found["scan_compose"]
