@@ -90,7 +90,7 @@ def lower_filter(lw: Lowerer, e: ir.Filter, env, stm):
         lo, hi = block_bounds(b)
         acc = new_vars(lw, "acc", [I64], [ZERO])
         fold_strided(lw, add_op, acc, lambda j: [K.Cast(I64, item(j)[1])], n, lid, cG, lo, hi)
-        tot = tree_reduce(lw, add_op, [loc], acc, lid, G, True)
+        tot = tree_reduce(lw, add_op, [loc], acc, lid, G)
         when(lw, S.b("eq", lid, ZERO), lambda: lw.emit(K.Store(counts, b, tot[0])))
     group_for(lw, "g", T, count_blocks)
 

@@ -3,11 +3,9 @@ filter): sequential per-work-item folds, an order-keeping tree reduction in
 local memory, a work-group inclusive scan (Hillis-Steele) and a tiled block
 scan of a contiguous range by one group.
 
-Sources: the tree reductions are the two classic shapes of Harris,
-"Optimizing Parallel Reduction in CUDA" (2007): interleaved addressing
-(pairs (2s*l, 2s*l + s), which keeps the order of the operands, for
-operators that are only associative) and sequential addressing (pairs
-(l, l + s), for commutative ones); the work-group scan is Hillis and Steele,
+Sources: the tree reduction is the interleaved-addressing shape of Harris,
+"Optimizing Parallel Reduction in CUDA" (2007), which keeps the order of
+the operands; the work-group scan is Hillis and Steele,
 "Data parallel algorithms" (CACM 1986), as in Futhark's
 ImpGen/GPU/Base.hs (its in-block scan is the same shape); the tiled block
 scan (each work-item scans E consecutive elements of a tile staged in local
@@ -203,36 +201,27 @@ def fold_contiguous(lw: Lowerer, op: Op, accs: list, elem: Elem, n: K.Expr,
 # Work-group trees and scans over local memory
 
 
-def tree_reduce(lw: Lowerer, op: Op, locs: list, vals: list, lid: K.Expr, G: int,
-                commutative: bool) -> list:
+def tree_reduce(lw: Lowerer, op: Op, locs: list, vals: list, lid: K.Expr, G: int) -> list:
     """The group's combination of every work-item's `vals`, in local-id
-    order (interleaved addressing) or, for a commutative operator, in any
-    (sequential addressing: active work-items stay contiguous, no bank
-    conflicts). Returns variables holding the total in every work-item.
-    Uses locs[c][0:G]; ends after a barrier (and the caller must put one
-    before it writes locs again)."""
+    order: the interleaved-addressing tree (pairs (2s*l, 2s*l + s) at
+    stride s), which keeps the operands' order, so it serves operators that
+    are only associative, and for floats it stays a reassociation of the
+    in-order fold (a conformance case sums [1e30, -1e30, 1.0] to 1.0; the
+    sequential-addressing tree, pairs (l, l + G/2), would give 0.0).
+    Returns variables holding the total in every work-item. Uses
+    locs[c][0:G]; ends after a barrier (and the caller must put one before
+    it writes locs again)."""
     store_all(lw, locs, lid, vals)
     lw.emit(K.Barrier())
-    if commutative:
-        s = G // 2
-        while s >= 1:
-            def step(s=s):
-                other = S.b("add", lid, S.const(s, I64))
-                new = op(load_all(lw, locs, lid), load_all(lw, locs, other))
-                store_all(lw, locs, lid, new)
-            when(lw, S.b("lt", lid, S.const(s, I64)), step)
-            lw.emit(K.Barrier())
-            s //= 2
-    else:
-        s = 1
-        while s < G:
-            def step(s=s):
-                a = lw.let("a", S.b("mul", lid, S.const(2 * s, I64)))
-                new = op(load_all(lw, locs, a), load_all(lw, locs, S.b("add", a, S.const(s, I64))))
-                store_all(lw, locs, a, new)
-            when(lw, S.b("lt", lid, S.const(G // (2 * s), I64)), step)
-            lw.emit(K.Barrier())
-            s *= 2
+    s = 1
+    while s < G:
+        def step(s=s):
+            a = lw.let("a", S.b("mul", lid, S.const(2 * s, I64)))
+            new = op(load_all(lw, locs, a), load_all(lw, locs, S.b("add", a, S.const(s, I64))))
+            store_all(lw, locs, a, new)
+        when(lw, S.b("lt", lid, S.const(G // (2 * s), I64)), step)
+        lw.emit(K.Barrier())
+        s *= 2
     types = [K.type_of(v) for v in vals]
     return new_vars(lw, "tot", types, [K.Load(p, ZERO) for p in locs])
 

@@ -13,12 +13,13 @@ component of the accumulator).
 Which elements a work-item folds:
 - commutative operator (reduce_comm, or a lambda that is one commutative
   primitive of its parameters: group.is_commutative): strided, work-item g
-  of T reads g, g+T, g+2T, ... (coalesced), and the tree uses sequential
-  addressing;
+  of T reads g, g+T, g+2T, ... (coalesced);
 - otherwise (reduce is only associative): work-item g folds the g-th of T
-  contiguous chunks, in order, and the tree keeps the local-id order. This
-  is correct but uncoalesced; Futhark stages chunks through local memory
+  contiguous chunks, in order. This is correct but uncoalesced; Futhark stages chunks through local memory
   (a transposition) to coalesce it -- the next step here.
+Either way the tree keeps the local-id order (group.tree_reduce), so an
+input of at most T elements is folded by an order-keeping tree, whatever
+the operator.
 
 Work-group kernels may not fail: when the fused element code (a Delayed
 producer, e.g. a map with a bounds check) can fail, the failing inputs are
@@ -117,7 +118,7 @@ def group_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
         lid = lw.let("lid", K.LocalId())
         accs = new_vars(lw, "acc", types, list(neutral))
         fold(lw, op, accs, elem, n, i, T, ZERO, n)
-        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        tot = tree_reduce(lw, op, locs, accs, lid, G)
         grp = lw.let("grp", K.GroupId())
         when(lw, S.b("eq", lid, ZERO),
              lambda: [lw.emit(K.Store(p, grp, x)) for p, x in zip(partials, tot)])
@@ -129,7 +130,7 @@ def group_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
         accs = new_vars(lw, "acc", types, list(neutral))
         fold(lw, op, accs, lambda j: [lw.let("p", K.Load(p, j)) for p in partials],
              ng, lid, cG, ZERO, ng)
-        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        tot = tree_reduce(lw, op, locs, accs, lid, G)
         when(lw, S.b("eq", lid, ZERO),
              lambda: [lw.emit(K.Store(p, ZERO, x)) for p, x in zip(partials, tot)])
     with lw.block() as blk:

@@ -91,7 +91,7 @@ def group_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr
         lo, hi = block_bounds(b)
         accs = new_vars(lw, "acc", types, list(neutral))
         fold(lw, op, accs, elem, n, lid, cG, lo, hi)
-        tot = tree_reduce(lw, op, locs, accs, lid, G, commutative)
+        tot = tree_reduce(lw, op, locs, accs, lid, G)
         when(lw, S.b("eq", lid, ZERO),
              lambda: [lw.emit(K.Store(p, b, x)) for p, x in zip(totals, tot)])
 
