@@ -227,3 +227,10 @@ def test_commutative_operators_are_recognised():
     assert found["sum_and_count"]                 # reduce_comm
     assert not found["pymax_f64"]                 # Python's max on floats (NaN)
     assert not found["compose"] and not found["last_nonzero"] and not found["scan_compose"]
+
+
+def test_small_float_sums_keep_the_order(wrappers):
+    # [1e30, -1e30, 1.0] folds to 1.0 left to right; the tree must keep that
+    xs = np.array([1e30, -1e30, 1.0], np.float32)
+    assert wrappers["opencl"].sum_f32(xs) == wrappers["python"].sum_f32(xs) == 1.0
+    assert np.array_equal(wrappers["opencl"].cumsum_f32(xs), np.array([1e30, 0.0, 1.0], np.float32))
