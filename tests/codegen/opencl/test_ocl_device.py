@@ -281,7 +281,8 @@ def test_device_choice(src, cache):
 
 def _cli(*args, **env):
     import os
-    return subprocess.run([sys.executable, "-m", "pyshark.cli", *args], capture_output=True,
+    safe = ["-P"] if sys.flags.safe_path else []     # an installed copy: keep the source tree out
+    return subprocess.run([sys.executable, *safe, "-m", "pyshark.cli", *args], capture_output=True,
                           text=True, timeout=300, env=dict(os.environ, **env))
 
 
