@@ -269,7 +269,11 @@ class Device:
         """The lowering's target record for this device (codegen/target.py)."""
         from ..target import gpu_target
         dev = self.dev
-        return gpu_target(max_group=int(dev.max_work_group_size),
+        limit = int(dev.max_work_group_size)
+        env = os.environ.get("PYSHARK_OPENCL_GROUP")       # a tuning knob (docs/opencl-backend.md)
+        if env:
+            limit = min(limit, max(1, int(env)))
+        return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions)
 
