@@ -28,16 +28,16 @@ are declined (the mc/ algorithm runs).
 from __future__ import annotations
 
 from pyshark.core import ir
-from pyshark.core.types import I64
+from pyshark.core.types import I32, I64
 
 from .. import kir as K
 from .. import scalar as S
 from ..lower import Lowerer
 from ..mc.common import all_scalar, check_width
 from .common import group_for, group_size, local_alloc
-from .group import (ONE, ZERO, block_scan, fold_contiguous, fold_strided, group_count,
-                    is_commutative, lambda_op, load_all, local_bytes, new_vars, tile_elems,
-                    tree_reduce, when)
+from .group import (ONE, ZERO, block_scan, ceil_div, fold_contiguous, fold_strided,
+                    group_count, is_commutative, lambda_op, load_all, local_bytes, new_vars,
+                    set_all, store_all, tile_down, tile_elems, tile_up, tree_reduce, when)
 from .segred import element_fn, op_can_fail, safe_inputs
 
 
@@ -47,8 +47,11 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
     types = list(lam.ret)
     if not all_scalar(types):
         return None
-    E = tile_elems(G, lw.options.target.local_mem, local_bytes(types),
-                   fixed=G * local_bytes(types))
+    target = lw.options.target
+    lookback = target.lookback
+    E = tile_elems(G, target.local_mem, local_bytes(types),
+                   fixed=G * local_bytes(types) + LOOKBACK_FIXED if lookback else
+                   G * local_bytes(types), most=LOOKBACK_E if lookback else 9)
     if E < 1:
         return None
     arrs = [lw.array(a, env) for a in e.arrs]
@@ -60,10 +63,120 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
     neutral = [lw.atom(a, env) for a in e.neutral]
     arrs = safe_inputs(lw, arrs, n)
     outs = [lw.alloc("scan", t, (n,)) for t in types]
-    group_scan_into(lw, lambda_op(lw, lam, env), types, neutral, element_fn(lw, arrs), n,
-                    is_commutative(e), E,
-                    lambda j, xs: [lw.emit(K.Store(o.data, j, x)) for o, x in zip(outs, xs)])
+    store = lambda j, xs: [lw.emit(K.Store(o.data, j, x)) for o, x in zip(outs, xs)]
+    if lookback:
+        lookback_scan_into(lw, lambda_op(lw, lam, env), types, neutral, element_fn(lw, arrs),
+                           n, E, store)
+    else:
+        group_scan_into(lw, lambda_op(lw, lam, env), types, neutral, element_fn(lw, arrs), n,
+                        is_commutative(e), E, store)
     return outs
+
+
+# Elements per work-item of a single-pass tile (a large tile amortises the
+# look-back), and the local bytes besides the tile and the group scan.
+LOOKBACK_E = 15
+LOOKBACK_FIXED = 64
+# Block states (flags[b]): nothing published yet, the block's aggregate
+# (aggs[b]), its inclusive prefix (incl[b]).
+FLAG_X, FLAG_A, FLAG_P = 0, 1, 2
+
+
+def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
+                       E: int, store) -> None:
+    """The single-pass scan (module docstring) at host level: store(j,
+    values) is called with the inclusive scan at every j < n."""
+    G = group_size(lw)
+    TE = G * E
+    cTE = S.const(TE, I64)
+    nb = lw.let("nb", ceil_div(n, cTE))
+    nb = lw.let("nb", K.Sel(S.b("ge", nb, ONE), nb, ONE))
+    flags = lw.var("flags", K.Ptr(I32))           # nb block states, then the block counter
+    lw.emit(K.Alloc(flags, S.b("add", nb, ONE)))
+    aggs = [lw.var("agg", K.Ptr(t)) for t in types]
+    incl = [lw.var("incl", K.Ptr(t)) for t in types]
+    for p in aggs + incl:
+        lw.emit(K.Alloc(p, nb))
+    zero32 = S.const(0, I32)
+    z = lw.var("z", I64)
+    lw.emit(K.ParFor(z, S.b("add", nb, ONE), K.Block((K.Store(flags, z, zero32),))))
+
+    def publish(ptrs, b, xs, flag):
+        """values, then (Fence) the flag: whoever sees the flag sees them."""
+        store_all(lw, ptrs, b, xs)
+        lw.emit(K.Fence())
+        lw.emit(K.AtomicUpdate(flags, b, lw.var("o", I32), S.const(flag, I32)))
+
+    def atomic_loads(ptrs, j):
+        outs = []
+        for p in ptrs:
+            x = lw.var("lb", p.type.elem)
+            lw.emit(K.AtomicLoad(x, p, j))
+            outs.append(x)
+        return outs
+
+    def look_back(b, agg, pre):
+        """Work-item 0 of block b > 0: publish the aggregate, then walk back
+        over the predecessors' states, combining aggregates (flag A) until an
+        inclusive prefix (flag P); spin while a predecessor has published
+        nothing. Block 0 always publishes P, so j stays >= 0."""
+        publish(aggs, b, agg, FLAG_A)
+        acc = new_vars(lw, "acc", types, list(neutral))   # blocks j+1 .. b-1
+        j = new_vars(lw, "j", [I64], [S.b("sub", b, ONE)])[0]
+        done = new_vars(lw, "done", [K.BOOL],
+                        [S.const(False, K.BOOL)])[0]
+        with lw.block() as step:
+            f = lw.var("f", I32)
+            lw.emit(K.AtomicLoad(f, flags, j))
+            with lw.block() as got_p:
+                lw.emit(K.Fence())
+                set_all(lw, acc, op(atomic_loads(incl, j), acc))
+                lw.emit(K.Set(done, S.const(True, K.BOOL)))
+            with lw.block() as got_a:
+                lw.emit(K.Fence())
+                set_all(lw, acc, op(atomic_loads(aggs, j), acc))
+                lw.emit(K.Set(j, S.b("sub", j, ONE)))
+            lw.emit(K.If(S.b("eq", f, S.const(FLAG_P, I32)), got_p[0], K.Block((
+                K.If(S.b("eq", f, S.const(FLAG_A, I32)), got_a[0]),))))
+        lw.emit(K.While(K.Un("not", done), step[0]))
+        publish(incl, b, op(acc, agg), FLAG_P)
+        store_all(lw, pre, ZERO, acc)
+
+    def scan_block(i):
+        tile = [local_alloc(lw, "tile", t, TE) for t in types]
+        tots = [local_alloc(lw, "gsc", t, G) for t in types]
+        pre = [local_alloc(lw, "pre", t, 1) for t in types]
+        bid = local_alloc(lw, "bid", I64, 1)
+        lid = lw.let("lid", K.LocalId())
+        lane0 = S.b("eq", lid, ZERO)
+
+        def take_index():
+            old = lw.var("ticket", I32)
+            lw.emit(K.AtomicUpdate(flags, nb, old, S.b("add", old, S.const(1, I32))))
+            lw.emit(K.Store(bid, ZERO, K.Cast(I64, old)))
+        when(lw, lane0, take_index)
+        lw.emit(K.Barrier())
+        b = lw.let("blk", K.Load(bid, ZERO))
+        lo = lw.let("lo", S.b("mul", b, cTE))
+        end = lw.let("end", S.b("add", lo, cTE))
+        hi = lw.let("hi", K.Sel(S.b("lt", end, n), end, n))
+        mine = tile_up(lw, op, types, neutral, elem, n, lo, hi, lid, G, E, tile, tots)
+
+        def lane0_work():
+            agg = load_all(lw, tots, S.const(G - 1, I64), "agg")
+            with lw.block() as first:
+                publish(incl, b, agg, FLAG_P)
+                store_all(lw, pre, ZERO, list(neutral))
+            with lw.block() as later:
+                look_back(b, agg, pre)
+            lw.emit(K.If(S.b("eq", b, ZERO), first[0], later[0]))
+        when(lw, lane0, lane0_work)
+        lw.emit(K.Barrier())
+        carry = new_vars(lw, "carry", types, load_all(lw, pre, ZERO, "c"))
+        tile_down(lw, op, types, store, lo, hi, carry, lid, G, E, tile, tots, mine)
+    group_for(lw, "g", S.b("mul", nb, S.const(G, I64)), scan_block)
+    for p in [flags] + aggs + incl:
+        lw.emit(K.Free(p))
 
 
 def group_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
