@@ -50,7 +50,7 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
     target = lw.options.target
     lookback = target.lookback
     E = tile_elems(G, target.local_mem, local_bytes(types),
-                   fixed=G * local_bytes(types) + LOOKBACK_FIXED if lookback else
+                   fixed=2 * G * local_bytes(types) + LOOKBACK_FIXED if lookback else
                    G * local_bytes(types), most=LOOKBACK_E if lookback else 9)
     if E < 1:
         return None
@@ -76,7 +76,7 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
 # Elements per work-item of a single-pass tile (a large tile amortises the
 # look-back), and the local bytes besides the tile and the group scan.
 LOOKBACK_E = 15
-LOOKBACK_FIXED = 64
+LOOKBACK_FIXED = 64 + 4 * 256   # the block index, the window's flags
 # Block states (flags[b]): nothing published yet, the block's aggregate
 # (aggs[b]), its inclusive prefix (incl[b]).
 FLAG_X, FLAG_A, FLAG_P = 0, 1, 2
@@ -107,45 +107,62 @@ def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.E
         lw.emit(K.Fence())
         lw.emit(K.AtomicUpdate(flags, b, lw.var("o", I32), S.const(flag, I32)))
 
-    def atomic_loads(ptrs, j):
-        outs = []
-        for p in ptrs:
-            x = lw.var("lb", p.type.elem)
-            lw.emit(K.AtomicLoad(x, p, j))
-            outs.append(x)
-        return outs
+    cA, cP = S.const(FLAG_A, I32), S.const(FLAG_P, I32)
 
-    def look_back(b, agg, pre):
-        """Work-item 0 of block b > 0: publish the aggregate, then walk back
-        over the predecessors' states, combining aggregates (flag A) until an
-        inclusive prefix (flag P); spin while a predecessor has published
-        nothing. Block 0 always publishes P, so j stays >= 0."""
-        publish(aggs, b, agg, FLAG_A)
-        acc = new_vars(lw, "acc", types, list(neutral))   # blocks j+1 .. b-1
-        j = new_vars(lw, "j", [I64], [S.b("sub", b, ONE)])[0]
-        done = new_vars(lw, "done", [K.BOOL],
-                        [S.const(False, K.BOOL)])[0]
+    def status_op(xs, ys):
+        """(flag, value) of an older and a newer block run -> the run's: a
+        newer P or X wins (P: the prefix starts there; X: not ready), a newer
+        A takes the older flag and combines the values. Associative, with
+        identity (A, neutral)."""
+        fy_a = S.b("eq", ys[0], cA)
+        comb = op(xs[1:], ys[1:])
+        return ([K.Sel(fy_a, xs[0], ys[0])]
+                + [K.Sel(fy_a, c, y) for c, y in zip(comb, ys[1:])])
+
+    def look_back(b, lid, flagw, win):
+        """Every work-item of block b > 0 (after work-item 0 published the
+        aggregate): windows of G predecessors, work-item l reading block
+        base - l (a block before 0 counts as P with the neutral element):
+        its flag, and after a Fence the value that flag publishes. An
+        order-keeping tree of status_op over the window, oldest first, gives
+        P (done: the exclusive prefix is found), A (every block of the window
+        has its aggregate: go on with the window before it) or X (a block
+        after the nearest P has published nothing: read the window again).
+        Returns variables holding the exclusive prefix of block b."""
+        acc = new_vars(lw, "acc", types, list(neutral))    # blocks base+1 .. b-1
+        base = new_vars(lw, "base", [I64], [S.b("sub", b, ONE)])[0]
+        done = new_vars(lw, "done", [K.BOOL], [S.const(False, K.BOOL)])[0]
         with lw.block() as step:
-            f = lw.var("f", I32)
-            lw.emit(K.AtomicLoad(f, flags, j))
-            with lw.block() as got_p:
-                lw.emit(K.Fence())
-                set_all(lw, acc, op(atomic_loads(incl, j), acc))
-                lw.emit(K.Set(done, S.const(True, K.BOOL)))
-            with lw.block() as got_a:
-                lw.emit(K.Fence())
-                set_all(lw, acc, op(atomic_loads(aggs, j), acc))
-                lw.emit(K.Set(j, S.b("sub", j, ONE)))
-            lw.emit(K.If(S.b("eq", f, S.const(FLAG_P, I32)), got_p[0], K.Block((
-                K.If(S.b("eq", f, S.const(FLAG_A, I32)), got_a[0]),))))
+            j = lw.let("jb", S.b("sub", base, lid))
+            f = new_vars(lw, "f", [I32], [cP])[0]
+            vs = new_vars(lw, "v", types, list(neutral))
+
+            def read():
+                lw.emit(K.AtomicLoad(f, flags, j))
+                for flag, src in ((FLAG_P, incl), (FLAG_A, aggs)):
+                    def value(src=src):
+                        lw.emit(K.Fence())
+                        for v, p in zip(vs, src):
+                            lw.emit(K.AtomicLoad(v, p, j))
+                    when(lw, S.b("eq", f, S.const(flag, I32)), value)
+            when(lw, S.b("ge", j, ZERO), read)
+            pos = lw.let("pos", S.b("sub", S.const(G - 1, I64), lid))
+            tot = tree_reduce(lw, status_op, [flagw] + win, [f] + vs, pos, G)
+
+            def advance():
+                set_all(lw, acc, op(tot[1:], acc))
+                lw.emit(K.Set(base, S.b("sub", base, S.const(G, I64))))
+                lw.emit(K.Set(done, S.b("eq", tot[0], cP)))
+            when(lw, S.b("ne", tot[0], S.const(FLAG_X, I32)), advance)
+            lw.emit(K.Barrier())
         lw.emit(K.While(K.Un("not", done), step[0]))
-        publish(incl, b, op(acc, agg), FLAG_P)
-        store_all(lw, pre, ZERO, acc)
+        return acc
 
     def scan_block(i):
         tile = [local_alloc(lw, "tile", t, TE) for t in types]
         tots = [local_alloc(lw, "gsc", t, G) for t in types]
-        pre = [local_alloc(lw, "pre", t, 1) for t in types]
+        win = [local_alloc(lw, "win", t, G) for t in types]
+        flagw = local_alloc(lw, "fw", I32, G)
         bid = local_alloc(lw, "bid", I64, 1)
         lid = lw.let("lid", K.LocalId())
         lane0 = S.b("eq", lid, ZERO)
@@ -161,18 +178,16 @@ def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.E
         end = lw.let("end", S.b("add", lo, cTE))
         hi = lw.let("hi", K.Sel(S.b("lt", end, n), end, n))
         mine = tile_up(lw, op, types, neutral, elem, n, lo, hi, lid, G, E, tile, tots)
+        agg = load_all(lw, tots, S.const(G - 1, I64), "agg")
+        carry = new_vars(lw, "carry", types, list(neutral))
+        first = S.b("eq", b, ZERO)
+        when(lw, S.b("and", lane0, first), lambda: publish(incl, b, agg, FLAG_P))
 
-        def lane0_work():
-            agg = load_all(lw, tots, S.const(G - 1, I64), "agg")
-            with lw.block() as first:
-                publish(incl, b, agg, FLAG_P)
-                store_all(lw, pre, ZERO, list(neutral))
-            with lw.block() as later:
-                look_back(b, agg, pre)
-            lw.emit(K.If(S.b("eq", b, ZERO), first[0], later[0]))
-        when(lw, lane0, lane0_work)
-        lw.emit(K.Barrier())
-        carry = new_vars(lw, "carry", types, load_all(lw, pre, ZERO, "c"))
+        def later():
+            when(lw, lane0, lambda: publish(aggs, b, agg, FLAG_A))
+            set_all(lw, carry, look_back(b, lid, flagw, win))
+            when(lw, lane0, lambda: publish(incl, b, op(carry, agg), FLAG_P))
+        when(lw, K.Un("not", first), later)
         tile_down(lw, op, types, store, lo, hi, carry, lid, G, E, tile, tots, mine)
     group_for(lw, "g", S.b("mul", nb, S.const(G, I64)), scan_block)
     for p in [flags] + aggs + incl:
