@@ -313,3 +313,15 @@ def test_single_pass_scan_stress(wrappers, n):
         want = ref(*args)
         for _ in range(4):
             assert_close(wrappers["opencl"].invoke(name, *args), want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 257, 3841, 2 ** 20 + 3])
+def test_reduce_then_scan_fallback_on_the_device(monkeypatch, n):
+    monkeypatch.setenv("PYSHARK_OPENCL_LOOKBACK", "0")
+    w = _wrapper("opencl")
+    from pyshark.codegen.opencl import runtime
+    assert not runtime.device().target().lookback
+    for name in ("cumsum_f32", "scan_compose", "scan_segmented"):
+        make, ref = CASES[name]
+        args = make(_rng(name, n), n)
+        assert_close(w.invoke(name, *args), ref(*args))
