@@ -1,10 +1,31 @@
-"""segscan: inclusive scan as reduce-then-scan over contiguous blocks
-(Futhark's ImpGen/GPU/SegScan.hs before its single-pass variant; Merrill
+"""segscan: inclusive scan, single pass with decoupled look-back (Merrill
 and Garland, "Single-pass Parallel Prefix Scan with Decoupled Look-back",
-2016, section 3 "reduce-then-scan"; the blocks of group.py).
+NVIDIA 2016; Futhark's ImpGen/GPU/SegScan/SinglePass.hs) where the target
+allows it (Target.lookback), else reduce-then-scan (the same paper,
+section 3; the blocks of group.py).
 
-The input is cut into ng contiguous blocks, one per group (ng from
-NumThreads and n, group.group_count, at least G*E elements a block):
+Single pass (lookback_scan_into): a plain ParFor zeroes flags[0..nb] (nb
+blocks of G*E elements; flags[nb] is the block counter), then one
+work-group kernel. Each group takes its block index b from the counter
+(an atomic add by work-item 0), so a group only ever waits on groups that
+started before it: forward progress wherever started groups keep running
+(GPUs; PoCL, where one OS thread runs a group to completion). The group
+loads its tile coalesced into local memory and reduces it (group.tile_up);
+work-item 0 publishes the aggregate (block 0: the inclusive prefix) as
+value, Fence, flag (an atomic exchange: X=0 -> A=1 or P=2), so that a reader
+that sees the flag sees the value. Then the whole group looks back over
+windows of G predecessors: work-item l reads block base-l's flag
+(AtomicLoad) and, after a Fence, the value it publishes (AtomicLoad); an
+order-keeping tree of a (flag, value) operator over the window gives the
+combination back to the nearest P, or says the window is all A (go on
+further back) or has an X after its nearest P (read it again). Work-item 0
+publishes the inclusive prefix (P), and the group rescans and writes its
+tile from the exclusive prefix (group.tile_down). The input is read once
+and the output written once (2n element moves).
+
+Reduce-then-scan (group_scan_into): the input is cut into ng contiguous
+blocks, one per group (ng from NumThreads and n, group.group_count, at
+least G*E elements a block):
 1. a work-group kernel: each group reduces its block to one total (a
    sequential fold per work-item, then the tree of group.tree_reduce:
    strided and coalesced for a commutative operator, contiguous chunks in
@@ -17,8 +38,7 @@ NumThreads and n, group.group_count, at least G*E elements a block):
    its E consecutive elements, a Hillis-Steele scan over the group gives
    each work-item's prefix, and the tile is written back coalesced.
 With one block (small n) only kernel 3 runs. The input is read twice and
-the output written once (3n element moves; single-pass decoupled look-back
-would make it 2n: the next step).
+the output written once (3n element moves).
 
 Work-group kernels may not fail: inputs whose fused element code can fail
 are first computed by a plain ParFor (segred.safe_inputs); an operator that
