@@ -299,8 +299,8 @@ class ParFor:
 # A ParFor with `group_size` G is a work-group kernel: it runs
 # ceil(count / G) * G work-items in groups of G (no iteration is skipped: the
 # body guards `var < count` itself where it must), `var` being the global
-# index. Only there may LocalId, GroupId, Barrier and LocalAlloc appear, and
-# such a body contains no Fail, Alloc or Free (a work-item that left early
+# index. Only there may LocalId, GroupId, Barrier, LocalAlloc, AtomicLoad and
+# Fence appear, and such a body contains no Fail, Alloc or Free (a work-item that left early
 # would break the next barrier): the gpu/ algorithms run user code that can
 # fail in plain ParFors. Barriers sit in control flow that is uniform across
 # the group. Only codegen/opencl spells these nodes; the mc/ family never
@@ -335,8 +335,28 @@ class AtomicUpdate:
     value: Expr
 
 
+@dataclass(frozen=True)
+class AtomicLoad:
+    """var = ptr[index] (global memory) as it is now, for memory that other
+    work-groups write while the kernel runs: never served from an earlier
+    read or a non-coherent cache, not merged or moved across a Fence or
+    another AtomicLoad; untorn for elements of 32 or 64 bits. In a
+    work-group ParFor; used by the scan's look-back (gpu/segscan.py)."""
+    var: KVar
+    ptr: Expr
+    index: Expr
+
+
+@dataclass(frozen=True)
+class Fence:
+    """This work-item's global memory reads and writes before the fence are
+    performed, for every work-item of the launch, before those after it
+    (publish: write a value, Fence, write its flag; read: read the flag,
+    Fence, read the value). In a work-group ParFor."""
+
+
 Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barrier,
-            LocalAlloc, AtomicUpdate]
+            LocalAlloc, AtomicUpdate, AtomicLoad, Fence]
 
 ERROR_CODES = {
     "IndexError": 1, "ZeroDivisionError": 2, "AssertionError": 3,
@@ -440,8 +460,10 @@ def stm_exprs(s: Stm) -> tuple[Expr, ...]:
         return tuple(s.args)
     if isinstance(s, ParFor):
         return (s.count,) + ((s.parallel_if,) if s.parallel_if is not None else ())
-    if isinstance(s, (Barrier, LocalAlloc)):
+    if isinstance(s, (Barrier, LocalAlloc, Fence)):
         return ()
+    if isinstance(s, AtomicLoad):
+        return (s.ptr, s.index)
     if isinstance(s, AtomicUpdate):
         return (s.ptr, s.index, s.value)
     raise TypeError(f"not a kernel IR statement: {s!r}")
@@ -459,7 +481,7 @@ def declared_vars(s: Stm) -> set[str]:
     """Variables a statement declares (Set/Alloc targets, loop counters),
     including inside its sub-blocks."""
     out: set[str] = set()
-    if isinstance(s, (Set, Alloc, LocalAlloc)):
+    if isinstance(s, (Set, Alloc, LocalAlloc, AtomicLoad)):
         out.add(s.var.name)
     if isinstance(s, AtomicUpdate):
         out.add(s.old.name)
@@ -496,6 +518,7 @@ __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
     "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
+    "AtomicLoad", "Fence",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
     "free_vars_of_block", "check_module", "pretty_module",

@@ -120,6 +120,15 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
         if not isinstance(s.count, int) or s.count <= 0:
             raise KirError(f"local alloc of {s.count!r} elements (needs a positive int)")
         _declare(scope, s.var)
+    elif isinstance(s, K.AtomicLoad):
+        pt = K.type_of(s.ptr)
+        if not (isinstance(pt, K.Ptr) and pt.space == "global" and pt.elem == s.var.type):
+            raise KirError(f"atomic load of {s.var.type!r} through {pt!r} (needs global memory)")
+        if K.type_of(s.index) != I64:
+            raise KirError("atomic load index is not i64")
+        if outer is not None and s.var.name in outer:
+            raise KirError(f"a ParFor body assigns {s.var.name}, declared outside it")
+        _declare(scope, s.var)
     elif isinstance(s, K.ParFor):
         if in_par:
             raise KirError("nested ParFor")
@@ -146,7 +155,7 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
 
 
 _GROUP_EXPRS = (K.LocalId, K.GroupId)
-_GROUP_STMS = (K.Barrier, K.LocalAlloc)
+_GROUP_STMS = (K.Barrier, K.LocalAlloc, K.AtomicLoad, K.Fence)
 
 
 def _atomic(s: K.AtomicUpdate, scope: dict, in_par: bool, outer: set | None):
@@ -183,7 +192,8 @@ def _check_group_body(p: K.ParFor) -> None:
 
 
 def _check_group_ops_placement(b: K.Block) -> None:
-    """LocalId, GroupId, Barrier and LocalAlloc only in work-group ParFors."""
+    """LocalId, GroupId, Barrier, LocalAlloc, AtomicLoad and Fence only in
+    work-group ParFors."""
     for s in b.stms:
         if isinstance(s, K.ParFor):
             if s.group_size is None and _uses_group_ops(s.body):

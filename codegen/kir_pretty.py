@@ -77,6 +77,10 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}barrier")
         elif isinstance(s, K.LocalAlloc):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = local_alloc({s.count})")
+        elif isinstance(s, K.AtomicLoad):
+            out.append(f"{ind}{s.var.name} = atomic_load {pretty_expr(s.ptr)}[{pretty_expr(s.index)}]")
+        elif isinstance(s, K.Fence):
+            out.append(f"{ind}fence")
         elif isinstance(s, K.AtomicUpdate):
             out.append(f"{ind}atomic {pretty_expr(s.ptr)}[{pretty_expr(s.index)}]: "
                        f"{s.old.name} -> {pretty_expr(s.value)}")

@@ -19,6 +19,9 @@ class Target:
     group_size: int = 256       # gpu: work-items per group of a work-group kernel
     local_mem: int = 32768      # gpu: bytes of local memory one group may use
     atomics64: bool = False     # gpu: 64-bit atomic compare-and-swap exists
+    lookback: bool = False      # gpu: groups of one launch that have started run to
+                                # completion while others spin on their flags, so the
+                                # single-pass scan (gpu/segscan.py) may wait on them
 
     @property
     def gpu(self) -> bool:
@@ -28,11 +31,12 @@ class Target:
 MULTICORE = Target()
 
 
-def gpu_target(max_group: int, local_mem: int, atomics64: bool) -> Target:
+def gpu_target(max_group: int, local_mem: int, atomics64: bool,
+               lookback: bool = True) -> Target:
     """A gpu target for a device's limits: groups of 256 work-items (or the
     largest power of two the device allows), at most 32 KiB of local memory
     a group (half of what most GPUs have per compute unit, so two groups fit)."""
     g = 1
     while g * 2 <= min(256, max_group):
         g *= 2
-    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64)
+    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback)

@@ -275,47 +275,70 @@ def block_scan(lw: Lowerer, op: Op, types: list, neutral: list, elem: Elem, n: K
     the neutral element (never written). Returns `carry`, now the
     combination of carry and every element of the range."""
     TE = G * E
-    cE, cG = S.const(E, I64), S.const(G, I64)
     ntiles = lw.let("ntiles", ceil_div(S.b("sub", hi, lo), S.const(TE, I64)))
 
     def one_tile(t):
         base = lw.let("base", S.b("add", lo, S.b("mul", t, S.const(TE, I64))))
-
-        def load(e):
-            slot = lw.let("slot", S.b("add", S.b("mul", e, cG), lid))
-            j = lw.let("jt", S.b("add", base, slot))
-            xs = new_vars(lw, "x", types, list(neutral))
-            when(lw, S.b("lt", j, hi), lambda: set_all(lw, xs, in_range_index(lw, j, n, elem)))
-            store_all(lw, tile, slot, xs)
-        lw.for_range("e", ZERO, cE, load)
-        lw.emit(K.Barrier())
-        mine = lw.let("mine", S.b("mul", lid, cE))
-        part = new_vars(lw, "part", types, list(neutral))
-
-        def fold(e):
-            set_all(lw, part, op(part, load_all(lw, tile, S.b("add", mine, e))))
-        lw.for_range("e", ZERO, cE, fold)
-        group_scan(lw, op, tots, part, lid, G)
-        pre = new_vars(lw, "pre", types, list(carry))
-        when(lw, S.b("gt", lid, ZERO), lambda: set_all(
-            lw, pre, op(carry, load_all(lw, tots, S.b("sub", lid, ONE)))))
-        set_all(lw, carry, op(carry, load_all(lw, tots, S.const(G - 1, I64))))
-
-        def rescan(e):
-            k = lw.let("k", S.b("add", mine, e))
-            set_all(lw, pre, op(pre, load_all(lw, tile, k)))
-            store_all(lw, tile, k, pre)
-        lw.for_range("e", ZERO, cE, rescan)
-        lw.emit(K.Barrier())
-
-        def write(e):
-            slot = lw.let("slot", S.b("add", S.b("mul", e, cG), lid))
-            j = lw.let("jt", S.b("add", base, slot))
-            when(lw, S.b("lt", j, hi), lambda: store(j, load_all(lw, tile, slot)))
-        lw.for_range("e", ZERO, cE, write)
-        lw.emit(K.Barrier())
+        mine = tile_up(lw, op, types, neutral, elem, n, base, hi, lid, G, E, tile, tots)
+        tile_down(lw, op, types, store, base, hi, carry, lid, G, E, tile, tots, mine)
     lw.for_range("t", ZERO, ntiles, one_tile)
     return carry
+
+
+def tile_up(lw: Lowerer, op: Op, types: list, neutral: list, elem: Elem, n: K.Expr,
+            base: K.Expr, hi: K.Expr, lid: K.Expr, G: int, E: int, tile: list,
+            tots: list) -> K.Expr:
+    """The first half of one tile of block_scan: the G*E elements from
+    `base` (neutral past hi) loaded coalesced into `tile`, each work-item's
+    E consecutive ones folded, and a group scan of those into `tots` (so
+    tots[c][G-1] is the tile's total). Returns this work-item's first slot
+    in the tile (lid * E). Ends after a barrier."""
+    cE, cG = S.const(E, I64), S.const(G, I64)
+
+    def load(e):
+        slot = lw.let("slot", S.b("add", S.b("mul", e, cG), lid))
+        j = lw.let("jt", S.b("add", base, slot))
+        xs = new_vars(lw, "x", types, list(neutral))
+        when(lw, S.b("lt", j, hi), lambda: set_all(lw, xs, in_range_index(lw, j, n, elem)))
+        store_all(lw, tile, slot, xs)
+    lw.for_range("e", ZERO, cE, load)
+    lw.emit(K.Barrier())
+    mine = lw.let("mine", S.b("mul", lid, cE))
+    part = new_vars(lw, "part", types, list(neutral))
+
+    def fold(e):
+        set_all(lw, part, op(part, load_all(lw, tile, S.b("add", mine, e))))
+    lw.for_range("e", ZERO, cE, fold)
+    group_scan(lw, op, tots, part, lid, G)
+    return mine
+
+
+def tile_down(lw: Lowerer, op: Op, types: list, store: Callable[[K.Expr, list], None],
+              base: K.Expr, hi: K.Expr, carry: list, lid: K.Expr, G: int, E: int,
+              tile: list, tots: list, mine: K.Expr) -> None:
+    """The second half: each work-item rescans its E elements from its
+    prefix (carry, then the work-items before it), carry takes in the tile's
+    total, and the tile is written out coalesced through store(j, values)
+    at every j < hi. Ends after a barrier."""
+    cE, cG = S.const(E, I64), S.const(G, I64)
+    pre = new_vars(lw, "pre", types, list(carry))
+    when(lw, S.b("gt", lid, ZERO), lambda: set_all(
+        lw, pre, op(carry, load_all(lw, tots, S.b("sub", lid, ONE)))))
+    set_all(lw, carry, op(carry, load_all(lw, tots, S.const(G - 1, I64))))
+
+    def rescan(e):
+        k = lw.let("k", S.b("add", mine, e))
+        set_all(lw, pre, op(pre, load_all(lw, tile, k)))
+        store_all(lw, tile, k, pre)
+    lw.for_range("e", ZERO, cE, rescan)
+    lw.emit(K.Barrier())
+
+    def write(e):
+        slot = lw.let("slot", S.b("add", S.b("mul", e, cG), lid))
+        j = lw.let("jt", S.b("add", base, slot))
+        when(lw, S.b("lt", j, hi), lambda: store(j, load_all(lw, tile, slot)))
+    lw.for_range("e", ZERO, cE, write)
+    lw.emit(K.Barrier())
 
 
 def group_count(lw: Lowerer, n: K.Expr, per_group: int) -> K.Expr:

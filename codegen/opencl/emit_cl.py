@@ -50,6 +50,10 @@ chooses an algorithm; the semantics are emit_llvm.py's, node for node):
   returns. The host reads the buffer after the launch.
 - CopyMem: an element loop. NumThreads: PYSHARK_NUM_THREADS, which the host
   defines when it builds the program (the same value it uses itself).
+- GPU extension: Barrier is barrier(local | global fence); AtomicUpdate an
+  atomic_add (integer add), an atomic_xchg (a value that does not read the
+  old one) or a compare-and-swap loop; AtomicLoad a volatile load (on GPUs
+  it bypasses the non-coherent L1); Fence is mem_fence(CLK_GLOBAL_MEM_FENCE).
 - Alloc and Free cannot be spelled in a kernel (OpenCL C has no heap), nor can
   memory of pointers: emit_kernel raises Unsupported and the host runs that
   ParFor itself (see host.py).
@@ -428,6 +432,14 @@ class _KernelEmitter:
             pass                        # declared at the kernel's top (OpenCL C wants it there)
         elif isinstance(s, K.AtomicUpdate):
             self.atomic(s, ind)
+        elif isinstance(s, K.AtomicLoad):
+            t = s.var.type
+            p, i = self.expr(s.ptr, ind), self.expr(s.index, ind)
+            self._note(t)
+            ld = f"*(volatile __global {mem_type(t)} *)({p} + {i})"
+            out.append(f"{ind}{self.name(s.var)} = {ld}{' != 0' if t is BOOL else ''};")
+        elif isinstance(s, K.Fence):
+            out.append(f"{ind}mem_fence(CLK_GLOBAL_MEM_FENCE);")
         elif isinstance(s, (K.Alloc, K.Free)):
             raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
         elif isinstance(s, K.ParFor):
@@ -452,6 +464,14 @@ class _KernelEmitter:
             x = self.expr(v.y, ind)
             fn = "atom_add" if wide else "atomic_add"
             out.append(f"{ind}{old} = {fn}((volatile __{space} {C_TYPES[t.value]} *)({p} + {i}), {x});")
+            return
+        if s.old.name not in K.expr_vars(v):
+            # a store that others may read or update at once: one exchange
+            bits = "ulong" if wide else "uint"
+            fn = "atom_xchg" if wide else "atomic_xchg"
+            x = self.expr(v, ind)
+            out.append(f"{ind}{old} = as_{C_TYPES[t.value]}({fn}((volatile __{space} {bits} *)"
+                       f"({p} + {i}), as_{bits}({x})));")
             return
         fn = "atom_cmpxchg" if wide else "atomic_cmpxchg"
         out.append(f"{ind}{{")
@@ -497,6 +517,8 @@ class _KernelEmitter:
                 declared.setdefault(s.var.name, s.var)
             elif isinstance(s, K.AtomicUpdate):
                 declared.setdefault(s.old.name, s.old)
+            elif isinstance(s, K.AtomicLoad):
+                declared.setdefault(s.var.name, s.var)
         i = self.name(p.var)
         # An earlier kernel of this entry failed: the host checks the error
         # buffer only where it needs device data, so a later kernel may start

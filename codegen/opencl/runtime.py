@@ -273,9 +273,15 @@ class Device:
         env = os.environ.get("PYSHARK_OPENCL_GROUP")       # a tuning knob (docs/opencl-backend.md)
         if env:
             limit = min(limit, max(1, int(env)))
+        # The single-pass scan's groups spin on flags of groups that took a
+        # block index before them; GPUs and PoCL (one OS thread runs a group
+        # to completion) both keep started groups running. PYSHARK_OPENCL_LOOKBACK=0
+        # selects reduce-then-scan (the fallback) for any device.
+        lookback = os.environ.get("PYSHARK_OPENCL_LOOKBACK", "1") != "0"
         return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
-                          atomics64="cl_khr_int64_base_atomics" in dev.extensions)
+                          atomics64="cl_khr_int64_base_atomics" in dev.extensions,
+                          lookback=lookback)
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,

@@ -125,3 +125,10 @@ def filter_gather(idx: ps.Array[ps.i64], ys: ps.Array[ps.i64]) -> ps.Array[ps.i6
 @ps.entry
 def filter_mapped_gather(idx: ps.Array[ps.i64], ys: ps.Array[ps.i64]) -> ps.Array[ps.i64]:
     return ps.filter(lambda y: y > 0, ps.map(lambda i: ys[i], idx))
+
+
+@ps.entry
+def scan_segmented(fs: ps.Array[bool], xs: ps.Array[ps.i32]) -> tuple[ps.Array[bool], ps.Array[ps.i32]]:
+    # segmented sum: associative, not commutative, a tuple of a bool and an i32
+    return ps.unzip(ps.scan(lambda a, b: (a[0] or b[0], b[1] if b[0] else a[1] + b[1]),
+                            (False, ps.i32(0)), ps.zip(fs, xs)))

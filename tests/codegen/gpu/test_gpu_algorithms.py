@@ -70,6 +70,13 @@ def _last_nonzero_scan(xs):
     return np.where(last >= 0, xs[np.maximum(last, 0)], 0).astype(xs.dtype)
 
 
+def _segmented_scan(fs, xs):
+    cs = np.cumsum(xs.astype(np.int64))
+    start = np.maximum.accumulate(np.where(fs, np.arange(len(fs)), 0)) if len(fs) else fs
+    before = np.where(start > 0, cs[np.maximum(start - 1, 0)], 0) if len(fs) else cs
+    return np.logical_or.accumulate(fs) if len(fs) else fs, (cs - before).astype(np.int32)
+
+
 CASES = {
     # name: (inputs(rng, n), reference(*inputs))
     "sum_f32": (lambda r, n: ((np.arange(n) % 7).astype(np.float32),),
@@ -100,6 +107,8 @@ CASES = {
                           _last_nonzero_scan),
     "scan_max_f64": (lambda r, n: (_with_nans(r, r.standard_normal(n), 1e-5),),
                      lambda xs: np.maximum.accumulate(xs) if len(xs) else xs),
+    "scan_segmented": (lambda r, n: (r.random(n) < 0.001, r.integers(-9, 9, n, dtype=np.int32)),
+                       _segmented_scan),
     "scan_gather": (lambda r, n: (r.integers(0, 100, n), r.integers(-9, 9, 100)),
                     lambda idx, ys: np.cumsum(ys[idx])),
     "filter_mod3": (lambda r, n: (r.integers(-1000, 1000, n),), lambda xs: xs[xs % 3 == 1]),
@@ -169,21 +178,31 @@ def test_unsafe_keeps_fused_gathers_in_work_group_kernels():
 # -- the kernel IR ---------------------------------------------------------------
 
 
-def _kernels(unsafe=False) -> dict:
+def _kernels(unsafe=False, lookback=True) -> dict:
     from pyshark.codegen.cpu.backend import build_kernels
     from pyshark.codegen.lower import Options
     from pyshark.codegen.target import gpu_target
     from pyshark.wrapper.backend import translate_and_check
     program = translate_and_check(SRC)
-    m = build_kernels(program, Options(unsafe=unsafe), target=gpu_target(256, 65536, True))
+    m = build_kernels(program, Options(unsafe=unsafe),
+                      target=gpu_target(256, 65536, True, lookback=lookback))
     return {f.name.removeprefix("pyshark_"): f for f in m.functions}
 
 
-def _parfors(f) -> list:
-    """The group sizes of the ParFors of a function (None: a plain ParFor)."""
+def _is_zeroing(s) -> bool:
+    """The plain ParFor that zeroes the single-pass scan's block states."""
+    from pyshark.codegen import kir as K
+    return (s.group_size is None and len(s.body.stms) == 1
+            and isinstance(s.body.stms[0], K.Store) and isinstance(s.body.stms[0].value, K.KConst))
+
+
+def _parfors(f, zeroing=False) -> list:
+    """The group sizes of the ParFors of a function (None: a plain ParFor),
+    leaving out the look-back's zeroing ParFor unless `zeroing`."""
     from pyshark.codegen import kir as K
     from pyshark.codegen.gpu.common import walk
-    return [s.group_size for s in walk(f.body) if isinstance(s, K.ParFor)]
+    return [s.group_size for s in walk(f.body) if isinstance(s, K.ParFor)
+            and (zeroing or not _is_zeroing(s))]
 
 
 def _local_ids(f) -> bool:
@@ -205,12 +224,54 @@ def test_kernel_ir_uses_work_group_parfors():
             assert groups[0] is None and all(g == 256 for g in groups[1:]), (name, groups)
         elif name != "partition_half":
             assert all(g == 256 for g in groups), (name, groups)
-    # reduce: stage 1 and stage 2; scan: three kernels; filter: three kernels
+    # reduce: stage 1 and stage 2; scan: one single-pass kernel after zeroing
+    # the block states; filter: three kernels
     assert len(_parfors(fns["sum_f32"])) == 2
-    assert len(_parfors(fns["cumsum_f32"])) == 3
+    assert _parfors(fns["cumsum_f32"], zeroing=True) == [None, 256]
+    assert _parfors(fns["scan_compose"], zeroing=True) == [None, 256]
     assert len(_parfors(fns["filter_mod3"])) == 3
     # an operator that can fail: declined, the mc algorithm (plain ParFors)
     assert all(g is None for g in _parfors(fns["div_max"]))
+
+
+def test_single_pass_scan_publishes_values_before_flags():
+    """The look-back kernel: a dynamic block index from an atomic counter,
+    every flag written by an atomic update after a Fence that follows the
+    value's store, every value of another block read by an AtomicLoad after
+    a Fence that follows the AtomicLoad of its flag."""
+    from pyshark.codegen import kir as K
+    from pyshark.codegen.gpu.common import walk
+    fns = _kernels()
+    for name in ("cumsum_f32", "scan_compose", "scan_max_f64"):
+        (kernel,) = [s for s in walk(fns[name].body)
+                     if isinstance(s, K.ParFor) and s.group_size]
+        stms = list(walk(kernel.body))
+        assert sum(isinstance(s, K.AtomicUpdate) for s in stms) == 4, name  # ticket, A, P, P
+        assert any(isinstance(s, K.Fence) for s in stms)
+
+        def check(block, seen):
+            for s in block.stms:
+                if isinstance(s, K.AtomicUpdate) and s.value != K.Bin("add", s.old, K.KConst(1, s.old.type)):
+                    assert seen[-1:] == ["fence"] and seen[-2:-1] == ["store"], (name, seen)
+                value = isinstance(s, K.AtomicLoad) and s.ptr.type.elem != K.I32
+                if value:
+                    r = len(seen) - 1 - seen[::-1].index("fence")
+                    assert "flag" in seen[:r] and set(seen[r + 1:]) <= {"value"}, (name, seen)
+                seen = seen + (["fence"] if isinstance(s, K.Fence) else
+                               ["store"] if isinstance(s, K.Store) else
+                               ["value"] if value else
+                               ["flag"] if isinstance(s, K.AtomicLoad) else [])
+                for sb in K.sub_blocks(s):
+                    check(sb, seen)
+        check(kernel.body, [])
+
+
+def test_reduce_then_scan_without_lookback():
+    fns = _kernels(lookback=False)
+    assert _parfors(fns["cumsum_f32"], zeroing=True) == [256, 256, 256]
+    from pyshark.codegen import kir as K
+    from pyshark.codegen.gpu.common import walk
+    assert not any(isinstance(s, (K.AtomicLoad, K.Fence)) for s in walk(fns["cumsum_f32"].body))
 
 
 def test_commutative_operators_are_recognised():
@@ -227,6 +288,7 @@ def test_commutative_operators_are_recognised():
     assert found["sum_and_count"]                 # reduce_comm
     assert not found["pymax_f64"]                 # Python's max on floats (NaN)
     assert not found["compose"] and not found["last_nonzero"] and not found["scan_compose"]
+    assert not found["scan_segmented"]
 
 
 def test_small_float_sums_keep_the_order(wrappers):
@@ -234,3 +296,32 @@ def test_small_float_sums_keep_the_order(wrappers):
     xs = np.array([1e30, -1e30, 1.0], np.float32)
     assert wrappers["opencl"].sum_f32(xs) == wrappers["python"].sum_f32(xs) == 1.0
     assert np.array_equal(wrappers["opencl"].cumsum_f32(xs), np.array([1e30, 0.0, 1.0], np.float32))
+
+
+# Block boundaries of the single-pass scan (tiles of 256 * 15 = 3840 on
+# PoCL's 32 KiB of local memory) and many blocks; each size several times,
+# since a publication race would show up only now and then.
+STRESS_SIZES = [0, 1, 255, 256, 257, 3839, 3840, 3841, 2 ** 20 + 3, 2 ** 22 + 1]
+STRESS_CASES = ["cumsum_f32", "cumsum_sq", "scan_compose", "scan_segmented", "scan_max_f64"]
+
+
+@pytest.mark.parametrize("n", STRESS_SIZES)
+def test_single_pass_scan_stress(wrappers, n):
+    for name in STRESS_CASES:
+        make, ref = CASES[name]
+        args = make(_rng(name, n), n)
+        want = ref(*args)
+        for _ in range(4):
+            assert_close(wrappers["opencl"].invoke(name, *args), want)
+
+
+@pytest.mark.parametrize("n", [0, 1, 257, 3841, 2 ** 20 + 3])
+def test_reduce_then_scan_fallback_on_the_device(monkeypatch, n):
+    monkeypatch.setenv("PYSHARK_OPENCL_LOOKBACK", "0")
+    w = _wrapper("opencl")
+    from pyshark.codegen.opencl import runtime
+    assert not runtime.device().target().lookback
+    for name in ("cumsum_f32", "scan_compose", "scan_segmented"):
+        make, ref = CASES[name]
+        args = make(_rng(name, n), n)
+        assert_close(w.invoke(name, *args), ref(*args))

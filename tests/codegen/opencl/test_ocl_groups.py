@@ -94,3 +94,77 @@ def test_group_operations_are_checked():
     barrier_on_host = K.Module([K.Function("h", (n,), K.Block((K.Barrier(),)))])
     with pytest.raises(KirError, match="outside a ParFor"):
         check_module(barrier_on_host)
+
+
+def _chained_sum_module():
+    """out[b] = sum of xs[0 : (b+1)*G] by a chained scan across groups: each
+    group takes a block index b from an atomic counter (flags[ng]), sums its
+    block, waits for block b-1's flag (AtomicLoad), reads its prefix after a
+    Fence, and publishes its own prefix: value, Fence, flag (an atomic
+    exchange). The publish/read protocol of gpu/segscan.py's look-back."""
+    xs, flags, vals, out, ng = (v("xs", P(I64)), v("flags", P(I32)), v("vals", P(I64)),
+                                v("out", P(I64)), v("ng", I64))
+    lb, lid, b = v("lb", K.Ptr(I64, "local")), v("lid", I64), v("b", I64)
+    old, old2, f, pv = v("old", I32), v("old2", I32), v("f", I32), v("pv", I64)
+    acc, j, k, done = v("acc", I64), v("j", I64), v("k", I64), v("done", K.BOOL)
+    one32 = K.KConst(1, I32)
+    lane0 = K.Bin("eq", lid, I0)
+    idx = K.Bin("add", K.Bin("mul", b, c64(G)), k)
+    look = K.Block((
+        K.AtomicLoad(f, flags, j),
+        K.If(K.Bin("ne", f, K.KConst(0, I32)), K.Block((
+            K.Fence(), K.AtomicLoad(pv, vals, j),
+            K.Set(acc, K.Bin("add", pv, acc)), K.Set(done, K.KConst(True, K.BOOL))))),
+    ))
+    body = K.Block((
+        K.LocalAlloc(lb, 1), K.Set(lid, K.LocalId()),
+        K.If(lane0, K.Block((K.AtomicUpdate(flags, ng, old, K.Bin("add", old, one32)),
+                             K.Store(lb, I0, K.Cast(I64, old))))),
+        K.Barrier(),
+        K.Set(b, K.Load(lb, I0)),
+        K.If(lane0, K.Block((
+            K.Set(acc, I0),
+            K.For(k, I0, c64(G), K.Block((K.If(K.Bin("lt", idx, n), K.Block((
+                K.Set(acc, K.Bin("add", acc, K.Load(xs, idx))),))),))),
+            K.Set(j, K.Bin("sub", b, c64(1))),
+            K.Set(done, K.Bin("eq", b, I0)),
+            K.While(K.Un("not", done), look),
+            K.Store(vals, b, acc), K.Fence(),
+            K.AtomicUpdate(flags, b, old2, one32),
+            K.Store(out, b, acc)))),
+    ))
+    f_ = K.Function("chain", (xs, flags, vals, out, ng, n),
+                    K.Block((K.ParFor(i, K.Bin("mul", ng, c64(G)), body, group_size=G),)))
+    return K.Module([f_])
+
+
+@pytest.mark.parametrize("count", [1, 64, 65, 20000, 300001])
+def test_chained_scan_across_groups_by_atomic_loads_and_fences(count):
+    b = build(_chained_sum_module())
+    text = b.host.cl_source
+    assert "volatile __global" in text and "mem_fence(CLK_GLOBAL_MEM_FENCE)" in text
+    assert "atomic_xchg" in text
+    xs = np.arange(count, dtype=np.int64) % 11 - 5
+    ng = -(-count // G)
+    for _ in range(3):
+        flags = np.zeros(ng + 1, np.int32)
+        vals = np.zeros(ng, np.int64)
+        out = np.full(ng, -1, np.int64)
+        assert b.call("chain", xs, flags, vals, out, np.int64(ng), np.int64(count)) is None
+        want = np.cumsum(np.add.reduceat(xs, np.arange(0, count, G)))
+        assert np.array_equal(out, want)
+        assert flags[ng] == ng and (flags[:ng] == 1).all()
+
+
+def test_atomic_loads_and_fences_only_in_work_group_kernels():
+    xs, x = v("xs", P(I64)), v("x", I64)
+    for stm in (K.AtomicLoad(x, xs, i), K.Fence()):
+        m = K.Module([K.Function("f", (xs, n), K.Block((K.ParFor(i, n, K.Block((stm,))),)))])
+        with pytest.raises(KirError, match="without a group size"):
+            check_module(m)
+    bad = K.Module([K.Function("f", (xs, n), K.Block((K.ParFor(i, n, K.Block((
+        K.AtomicLoad(v("y", I32), xs, i),)), group_size=G),)))])
+    with pytest.raises(KirError, match="atomic load"):
+        check_module(bad)
+    assert "atomic_load xs[i]" in K.pretty_module(K.Module([K.Function("g", (xs, n), K.Block((
+        K.ParFor(i, n, K.Block((K.AtomicLoad(x, xs, i), K.Fence())), group_size=G),)))]))
