@@ -37,7 +37,8 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         if nest is not None:
             return _tiled_nest(lw, e, env, n, arrs, nest, stm)
     if all_scalar(lam.ret):
-        if can_delay(lw, [v.name for v in stm.pat]):
+        names = [v.name for v in stm.pat]
+        if can_delay(lw, names) and not _fusion_duplicates_loops(lw, lam, names):
             group = DelayedGroup(n, lambda i: [r for r, _ in row(i)])
             return [Delayed(group, k, t) for k, t in enumerate(lam.ret)]
         outs = [lw.alloc("map", t, (n,)) for t in lam.ret]
@@ -66,6 +67,38 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         lw.par_for("i", n, body)
         return outs
     return _map_of_arrays(lw, lam, n, row, stm)
+
+
+_HEAVY = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter, ir.Loop,
+          ir.Call)
+
+
+def _has_inner_loops(body: ir.Body) -> bool:
+    for s in body.stms:
+        if isinstance(s.exp, _HEAVY):
+            return True
+        if isinstance(s.exp, ir.If) and (_has_inner_loops(s.exp.then_body)
+                                         or _has_inner_loops(s.exp.else_body)):
+            return True
+    return False
+
+
+def _fusion_duplicates_loops(lw: Lowerer, lam: ir.Lambda, names: list) -> bool:
+    """True when the results of a map would be fused into more than one
+    consumer and its function loops (an inner SOAC or loop): each consumer
+    would recompute every element, loops included (n-body's three
+    accelerations, one reduction, fused into three velocity maps, ran the
+    O(n^2) reduction three times). Such a map is materialised once."""
+    if len(names) < 2 or not _has_inner_loops(lam.body):
+        return False
+    from ..usage import free_vars
+    consumers = set()
+    for name in names:
+        for k, s in enumerate(lw.rest):
+            if name in free_vars(s.exp) and not isinstance(s.exp, ir.Size):
+                consumers.add(k)
+                break
+    return len(consumers) > 1
 
 
 # Tile of a two-dimensional map nest: rows of the outer map x columns of the
