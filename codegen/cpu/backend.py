@@ -75,6 +75,8 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
     module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
     from ..memory import hoist_allocations
     module = hoist_allocations(module)
+    from ..mc.jam_while import jam_while_loops
+    module = jam_while_loops(module)
     K.check_module(module)
     return module
 
