@@ -68,6 +68,7 @@ class DelayedGroup:
     """A map of scalar results whose elements are computed where read."""
     n: K.Expr
     compute: Callable[[K.Expr], list]   # index -> element values (emits code)
+    source: Optional[tuple] = None      # a map's (lambda, env, input values): mc/tile.py
 
 
 @dataclass(frozen=True)

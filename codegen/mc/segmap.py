@@ -39,7 +39,7 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     if all_scalar(lam.ret):
         names = [v.name for v in stm.pat]
         if can_delay(lw, names) and not _fusion_duplicates_loops(lw, lam, names):
-            group = DelayedGroup(n, lambda i: [r for r, _ in row(i)])
+            group = DelayedGroup(n, lambda i: [r for r, _ in row(i)], (lam, env, arrs))
             return [Delayed(group, k, t) for k, t in enumerate(lam.ret)]
         outs = [lw.alloc("map", t, (n,)) for t in lam.ret]
         rows = _row_split(lw, e, env, n)

@@ -34,6 +34,7 @@ from pyshark.core.types import I64, ScalarType
 from .. import kir as K
 from .. import scalar as S
 from ..lower import Lowerer
+from ..lower import Delayed
 from .common import ZERO, all_scalar, apply_op, check_width, elements
 
 # Rows x columns of the register tile: 16 accumulators (with 16-wide f32
@@ -50,8 +51,14 @@ class _NotJammable(Exception):
 def inner_reduce(inner: ir.Map):
     """The Reduce statement the inner map's function ends in (its result is
     the function's only result, of scalars), or None."""
-    body = inner.lam.body
-    if not body.stms or len(body.result) != 1 or len(inner.lam.ret) != 1:
+    return lambda_reduce(inner.lam)
+
+
+def lambda_reduce(lam: ir.Lambda):
+    """The Reduce statement a function ends in (its result is the function's
+    only result, of scalars), or None."""
+    body = lam.body
+    if not body.stms or len(body.result) != 1 or len(lam.ret) != 1:
         return None
     last = body.stms[-1]
     red = last.exp
@@ -167,3 +174,114 @@ def _micro(lw, inner, red, upto, opened, rs, js, store):
         lw.emit(kb[0].stms[0])
         for _, _, accs, i, j in copies:
             store(i, j, accs[0])
+
+
+# Elements of a fold computed together (jam_fold): 16 accumulators, as the
+# register tile.
+KF = 16
+
+
+def _jammable(a) -> bool:
+    if not isinstance(a, Delayed) or a.group.source is None:
+        return False
+    return lambda_reduce(a.group.source[0]) is not None
+
+
+def jam_fold(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc: bool) -> bool:
+    """accs = the in-order fold of `lam` over elements lo..hi-1 of arrs,
+    where an input is a map whose function ends in a reduction (k-means'
+    argmin over the distances to every centroid): the reductions of KF
+    consecutive elements run as one jammed loop (KF accumulators, as in
+    register_tiled), then the fold applies `lam` to the KF elements in
+    order. False (and nothing emitted) when no input is such a map or the
+    jammed code could fail; the caller then folds element by element."""
+    if not any(_jammable(a) for a in arrs):
+        return False
+    v = lw.version
+    saved = (len(v["conds"]), v["k"]) if v is not None else None
+    try:
+        with lw.block() as blk:
+            _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc)
+    except _NotJammable:
+        if v is not None:
+            del v["conds"][saved[0]:]
+            v["k"] = saved[1]
+        return False
+    for s in blk[0].stms:
+        lw.emit(s)
+    return True
+
+
+def _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc):
+    kf = S.const(KF, I64)
+    nb = lw.let("nfb", S.b("div", K.Sel(S.b("gt", hi, lo), S.b("sub", hi, lo), ZERO), kf))
+
+    def block(b):
+        base = lw.let("fb", S.b("add", lo, S.b("mul", b, kf)))
+        with ExitStack() as stack:
+            copies = []
+            width = None
+            per_elem = []
+            for u in range(KF):
+                i = lw.let("fi", S.b("add", base, S.const(u, I64)))
+                cache: dict = {}
+                vals = []
+                for a in arrs:
+                    if not _jammable(a):
+                        vals.append(lw.element(a, i, cache))
+                        continue
+                    key = id(a.group)
+                    if key not in cache:
+                        mlam, menv, marrs = a.group.source
+                        red = lambda_reduce(mlam)
+                        cenv = dict(menv)
+                        for p, x in zip(mlam.params, elements(lw, marrs, i)):
+                            cenv[p.name] = x
+                        cenv = stack.enter_context(
+                            lw.open_body(mlam.body, len(mlam.body.stms) - 1, cenv))
+                        w = lw.scalar(red.width, cenv)
+                        if width is None:
+                            width = w
+                        elif w != width:
+                            raise _NotJammable()
+                        rarrs = [lw.array(x, cenv) for x in red.arrs]
+                        check_width(lw, w, red.arrs, rarrs, mlam.body.stms[-1].loc, "reduce")
+                        racc = [lw.var("acc", t) for t in red.lam.ret]
+                        for x, ne in zip(racc, red.neutral):
+                            lw.emit(K.Set(x, lw.atom(ne, cenv)))
+                        copies.append((red, cenv, rarrs, racc))
+                        cache[key] = [racc[0]]
+                    vals.append(cache[key][a.k])
+                per_elem.append(vals)
+
+            def step(k):
+                for red, cenv, rarrs, racc in copies:
+                    new = apply_op(lw, red.lam, cenv, racc + elements(lw, rarrs, k), True)
+                    for x, y in zip(racc, new):
+                        lw.emit(K.Set(x, y))
+            with lw.block() as kb:
+                lw.for_range("k", ZERO, width, step)
+                if reassoc:
+                    # the operator is associative (reduce's contract): combine
+                    # the block's elements as a balanced tree, so that a fold
+                    # carried through compares and selects (argmin) waits for
+                    # log2(KF) steps per block rather than KF
+                    while len(per_elem) > 1:
+                        per_elem = [apply_op(lw, lam, env, per_elem[t] + per_elem[t + 1], True)
+                                    if t + 1 < len(per_elem) else per_elem[t]
+                                    for t in range(0, len(per_elem), 2)]
+                for vals in per_elem:
+                    new = apply_op(lw, lam, env, accs + vals, reassoc)
+                    for x, y in zip(accs, new):
+                        lw.emit(K.Set(x, y))
+            if _has(kb[0], (K.Fail, K.Alloc, K.ParFor)):
+                raise _NotJammable()
+            for s in kb[0].stms:
+                lw.emit(s)
+    lw.for_range("fb", ZERO, nb, block)
+
+    def rest(i):
+        new = apply_op(lw, lam, env, accs + elements(lw, arrs, i), reassoc)
+        for x, y in zip(accs, new):
+            lw.emit(K.Set(x, y))
+    lw.for_range("i", S.b("add", lo, S.b("mul", nb, kf)), hi, rest)

@@ -149,3 +149,65 @@ def test_register_tile_accumulators_are_vectors(tmp_path):
             best = max(best, len(re.findall(r"= phi <\d+ x float>", b)))
     assert best >= MR * NR, best
     assert re.search(r"fadd reassoc <\d+ x float>", text)
+
+
+# --- jam_fold: a fold over a map whose function ends in a reduction --------
+
+NEAREST = """
+import pyshark.prelude as ps
+
+def dist(p: ps.Array[ps.f32], c: ps.Array[ps.f32]) -> ps.f32:
+    return ps.reduce(lambda a, b: a + b, ps.f32(0.0), ps.map(lambda x, y: (x - y) * (x - y), p, c))
+
+@ps.entry
+def nearest(ps_: ps.Array[ps.Array[ps.f32]], cs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[int]:
+    return ps.map(lambda p: ps.argmin(ps.map(lambda c: dist(p, c), cs)), ps_)
+
+@ps.entry
+def total(ps_: ps.Array[ps.Array[ps.i64]], cs: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.i64]:
+    # an integer fold of integer reductions: exact in any association
+    return ps.map(lambda p: ps.reduce(lambda a, b: a + b, 0, ps.map(
+        lambda c: ps.reduce(lambda a, b: a + b, 0, ps.map(lambda x, y: x * y, p, c)), cs)), ps_)
+"""
+
+
+def test_fold_of_reductions_is_jammed():
+    from pyshark.codegen.mc.tile import KF
+    m = lower(NEAREST)
+    for name in ("nearest", "total"):
+        loops = [f for f in stms(m, name, K.For)
+                 if len({s.var.name for s in f.body.stms if isinstance(s, K.Set)
+                         and s.var.name.startswith("acc")}) >= KF
+                 and not any(isinstance(s, K.For) for s in f.body.stms)]
+        assert loops, name
+
+
+@pytest.fixture(scope="module", params=["kir", "cpu"])
+def nearest_wrappers(request, tmp_path_factory):
+    if request.param not in available_backends():
+        pytest.skip(f"{request.param} unavailable")
+    d = tmp_path_factory.mktemp("near")
+    src = d / "near.py"
+    src.write_text(textwrap.dedent(NEAREST))
+    out = []
+    for backend in ("python", request.param):
+        w = Wrapper(backend, cache_dir=d / "cache")
+        w.add_source_file(src)
+        out.append(w.compile_and_load())
+    return out
+
+
+@pytest.mark.parametrize("k", [1, 2, 15, 16, 17, 35])
+@pytest.mark.parametrize("d", [0, 1, 3, 16])
+def test_jammed_fold_agrees_with_python_mode(nearest_wrappers, k, d):
+    py, w = nearest_wrappers
+    rng = np.random.default_rng(k * 100 + d)
+    pts = rng.integers(0, 4, (9, d)).astype(np.float32)       # many ties
+    cs = rng.integers(0, 4, (k, d)).astype(np.float32)
+    if k > 3 and d:
+        cs[3] = cs[1]                                         # an exact tie: first index
+        cs[k - 1, 0] = np.nan                                 # a NaN distance
+    assert np.array_equal(w.nearest(pts, cs), py.nearest(pts, cs))
+    pi = rng.integers(-5, 5, (9, d))
+    ci = rng.integers(-5, 5, (k, d))
+    assert np.array_equal(w.total(pi, ci), py.total(pi, ci))
