@@ -29,6 +29,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from pyshark.core import ir
+from pyshark.core.traverse import iter_stms
 from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
@@ -54,11 +55,18 @@ def inner_reduce(inner: ir.Map):
     return lambda_reduce(inner.lam)
 
 
+# The most statements (nested bodies included) of a function copied 16
+# times: beyond it the code grows more than the registers gain.
+MAX_STMS = 64
+
+
 def lambda_reduce(lam: ir.Lambda):
     """The Reduce statement a function ends in (its result is the function's
-    only result, of scalars), or None."""
+    only result, of scalars), or None; None too for a large function."""
     body = lam.body
     if not body.stms or len(body.result) != 1 or len(lam.ret) != 1:
+        return None
+    if sum(1 for _ in iter_stms(body)) > MAX_STMS:
         return None
     last = body.stms[-1]
     red = last.exp
