@@ -69,6 +69,7 @@ class DelayedGroup:
     """A map of scalar results whose elements are computed where read."""
     n: K.Expr
     compute: Callable[[K.Expr], list]   # index -> element values (emits code)
+    source: Optional[tuple] = None      # a map's (lambda, env, input values): mc/tile.py
 
 
 @dataclass(frozen=True)
@@ -199,7 +200,8 @@ class Lowerer:
         def lower(mode: str, conds: list) -> tuple[K.Block, list]:
             self.in_par = True
             start = len(self.created)
-            self.version = {"mode": mode, "conds": conds, "k": 0, "start": start}
+            self.version = {"mode": mode, "conds": conds, "k": 0, "start": start,
+                            "loop": (i, zero, n)}
             try:
                 with self.block() as blk, self.loop_facts(i, zero, n):
                     body(i)
@@ -693,9 +695,8 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
         n = lw.scalar(e.form.bound, env)
         i = lw.var("it", I64)
         inner[e.form.index.name] = i
-        with lw.loop_facts(i, S.const(0, I64), n):
-            blk = iteration()
-        lw.emit(K.For(i, S.const(0, I64), n, blk))
+        from .lower_arrays import versioned_for
+        versioned_for(lw, i, S.const(0, I64), n, iteration)
     else:
         def cond_value() -> K.Expr:
             res = lw.lower_body(e.form.cond, inner, body_live)

@@ -41,7 +41,7 @@ def norm_index(lw: Lowerer, i: K.Expr, n: K.Expr, wrap: bool, loc, dim: int) -> 
             cond = _invariant_in_range(lw, i, n)
             if cond is not None and v["k"] < len(v["conds"]):
                 v["k"] += 1
-                return j
+                return i                 # 0 <= i < n holds: no wrap either
     if not lw.options.unsafe:
         ok = S.land(S.b("ge", j, ZERO), S.b("lt", j, n))
         where = f" in dimension {dim}" if dim else ""
@@ -50,14 +50,57 @@ def norm_index(lw: Lowerer, i: K.Expr, n: K.Expr, wrap: bool, loc, dim: int) -> 
     return j
 
 
+def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> None:
+    """Emits `for i in lo..hi: make_body()`. Inside a parallel loop, an
+    innermost loop whose index checks have loop-invariant bounds is
+    versioned as par_for versions a ParFor: the bounds are tested once
+    before the loop, which runs a copy without those checks when they hold
+    and the checked loop otherwise (the checked loop raises the same error
+    at the same iteration). A check is an early exit, and LLVM neither
+    vectorizes a loop with several exits nor forwards a value stored in one
+    iteration to the next (a tridiagonal solver's recurrence went through
+    memory)."""
+    from .lower import _has_loop
+    if not lw.in_par or lw.options.unsafe:
+        with lw.loop_facts(i, lo, hi):
+            blk = make_body()
+        lw.emit(K.For(i, lo, hi, blk))
+        return
+    outer = lw.version
+
+    def lower(mode: str, conds: list):
+        lw.version = {"mode": mode, "conds": conds, "k": 0, "start": len(lw.created),
+                      "loop": (i, lo, hi)}
+        try:
+            with lw.loop_facts(i, lo, hi):
+                blk = make_body()
+            return blk, lw.version["conds"]
+        finally:
+            lw.version = outer
+    checked, conds = lower("collect", [])
+    assigned = set().union(*(K.declared_vars(s) for s in checked.stms)) if checked.stms else set()
+    if (not conds or _has_loop(checked)
+            or any(K.expr_vars(c) & assigned for c in conds)):
+        lw.emit(K.For(i, lo, hi, checked))
+        return
+    fast, _ = lower("assume", conds)
+    ok = conds[0]
+    for c in conds[1:]:
+        ok = S.land(ok, c)
+    ok = lw.let("inb", ok)
+    lw.emit(K.If(ok, K.Block((K.For(i, lo, hi, fast),)), K.Block((K.For(i, lo, hi, checked),))))
+
+
 def _invariant_in_range(lw: Lowerer, i: K.Expr, n: K.Expr):
     """A condition, over values fixed before the current parallel loop, that
     implies 0 <= i < n at every iteration; None if there is none."""
     from .bounds import Leaf, Max, Min
     iv = lw.facts.interval(i)
-    if iv is None:
-        return None
     local = set(lw.created[lw.version["start"]:])
+    if iv is None:
+        if isinstance(n, K.KVar) and n.name in local:
+            return None
+        return _affine_in_range(lw, i, n, local)
 
     def expr(t):
         if isinstance(t, Leaf):
@@ -74,8 +117,67 @@ def _invariant_in_range(lw: Lowerer, i: K.Expr, n: K.Expr):
     try:
         lo, hi = expr(iv[0]), expr(iv[1])
     except LookupError:
-        return None
+        return _affine_in_range(lw, i, n, local)
     return S.land(S.b("ge", lo, ZERO), S.b("lt", hi, n))
+
+
+def _affine_in_range(lw: Lowerer, i: K.Expr, n: K.Expr, local: set):
+    """The condition for an index that is an affine function of the
+    versioned loop's counter (a loop counting down, say): such an index is
+    monotone, so it is in range at every iteration when it is at the first
+    and the last (or when the loop runs no iteration)."""
+    loop = lw.version.get("loop")
+    if loop is None:
+        return None
+    var, lo, hi = loop
+
+    def expand(e, depth=0):
+        if depth > 30:
+            raise LookupError
+        if isinstance(e, K.KVar):
+            if e.name == var.name:
+                return e
+            if e.name in local:
+                d = lw.facts.defs.get(e.name)
+                if d is None:
+                    raise LookupError
+                return expand(d, depth + 1)
+            return e
+        if isinstance(e, K.KConst):
+            return e
+        if isinstance(e, K.Bin) and e.op in ("add", "sub", "mul"):
+            return K.Bin(e.op, expand(e.x, depth + 1), expand(e.y, depth + 1))
+        raise LookupError
+
+    def has_var(e):
+        return var.name in K.expr_vars(e)
+
+    def affine(e):
+        if isinstance(e, K.Bin) and e.op in ("add", "sub"):
+            return affine(e.x) and affine(e.y)
+        if isinstance(e, K.Bin) and e.op == "mul":
+            return (affine(e.x) and not has_var(e.y)) or (affine(e.y) and not has_var(e.x))
+        return isinstance(e, (K.KVar, K.KConst))
+
+    try:
+        x = expand(i)
+    except LookupError:
+        return None
+    if not has_var(x) or not affine(x):
+        return None
+
+    def at(e, value):
+        if isinstance(e, K.KVar) and e.name == var.name:
+            return value
+        if isinstance(e, K.Bin):
+            return K.Bin(e.op, at(e.x, value), at(e.y, value))
+        return e
+    last = S.b("sub", hi, ONE)
+    ok = None
+    for end in (at(x, lo), at(x, last)):
+        c = S.land(S.b("ge", end, ZERO), S.b("lt", end, n))
+        ok = c if ok is None else S.land(ok, c)
+    return S.lor(S.b("le", hi, lo), ok)
 
 
 def strides(a) -> list:

@@ -75,6 +75,10 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
     module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
     from ..memory import hoist_allocations
     module = hoist_allocations(module)
+    if not getattr(lower_options.get("target"), "gpu", False):
+        # a CPU's latency hiding (a GPU runs work-items in lockstep already)
+        from ..mc.jam_while import jam_while_loops
+        module = jam_while_loops(module)
     K.check_module(module)
     return module
 

@@ -27,7 +27,8 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
 - Load/Store/PtrAdd: `getelementptr inbounds` in elements (C pointer rules:
   a pointer stays within its object, one-past-the-end allowed).
 - Alloc: malloc(max(count, 1) * size) (16-byte aligned); from 4 MiB on
-  aligned_alloc(2 MiB, ...) and madvise(MADV_HUGEPAGE), as numpy does; a size that
+  aligned_alloc(2 MiB, ...) from the heap (mmap off around the call, see
+  _KEEP_MAPPED) and madvise(MADV_HUGEPAGE), as numpy does; a size that
   overflows or a NULL result is `Fail("MemoryError", ALLOC_FAIL_MESSAGE,
   (count, elem_size))`. emit_module appends ALLOC_FAIL_MESSAGE to
   `m.messages` (via `Module.message`) when the module has an Alloc.
@@ -84,6 +85,20 @@ _ALIGN = 64
 _HUGE = 1 << 21             # transparent huge page size on x86-64
 _HUGE_MIN = 1 << 22         # blocks from 4 MiB on are advised as huge pages
 _MADV_HUGEPAGE = 14
+# Large blocks come from glibc's heap rather than from mmap: with mmap, each
+# fresh result is a new mapping whose pages the kernel faults in and zeroes
+# on first touch (a 64 MiB saxpy result: 32 huge-page faults, ~12 ms of
+# kernel time, more than the kernel's own 8 ms of streaming), and free()
+# unmaps it again. glibc caps the mmap threshold at 32 MiB, so the
+# allocation turns mmap off (M_MMAP_MAX = 0) around its own call and
+# restores glibc's default after; the heap's top is trimmed only beyond
+# _KEEP_MAPPED bytes of free memory (M_TRIM_THRESHOLD, process-wide). The
+# cost: freed large blocks stay in the process (reused by the next large
+# allocation, ours or numpy's) instead of going back to the system at once.
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+_DEFAULT_MMAP_MAX = 65536
+_KEEP_MAPPED = 1 << 30
 _MIN_ALLOC_ELEMS = 1
 
 _FLOAT_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -585,7 +600,14 @@ class _FnEmitter:
             with then:
                 nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
                 aa = self.decls.get("aligned_alloc", _PTR, [_I64, _I64])
+                # from the heap, not a fresh mapping: a freed block stays
+                # mapped and the next one reuses it without page faults
+                # (see _KEEP_MAPPED)
+                mallopt = self.decls.get("mallopt", _I32, [_I32, _I32])
+                b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
+                b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
                 hp = b.call(aa, [_I64(_HUGE), nbytes])
+                b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
                 b.store(hp, slot)
                 with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
                     madvise = self.decls.get("madvise", _I32, [_PTR, _I64, _I32])

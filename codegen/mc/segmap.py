@@ -10,6 +10,8 @@ mode) and copying it into its row.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from pyshark.core import ir
 from pyshark.core.types import I64, ScalarType
 
@@ -18,6 +20,7 @@ from .. import scalar as S
 from ..lower import Arr, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from .common import ONE, ZERO, all_scalar, check_width, elements
+from .tile import register_tiled
 
 
 def lower_map(lw: Lowerer, e: ir.Map, env, stm):
@@ -34,8 +37,9 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         if nest is not None:
             return _tiled_nest(lw, e, env, n, arrs, nest, stm)
     if all_scalar(lam.ret):
-        if can_delay(lw, [v.name for v in stm.pat]):
-            group = DelayedGroup(n, lambda i: [r for r, _ in row(i)])
+        names = [v.name for v in stm.pat]
+        if can_delay(lw, names) and not _fusion_duplicates_loops(lw, lam, names):
+            group = DelayedGroup(n, lambda i: [r for r, _ in row(i)], (lam, env, arrs))
             return [Delayed(group, k, t) for k, t in enumerate(lam.ret)]
         outs = [lw.alloc("map", t, (n,)) for t in lam.ret]
         rows = _row_split(lw, e, env, n)
@@ -63,6 +67,38 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         lw.par_for("i", n, body)
         return outs
     return _map_of_arrays(lw, lam, n, row, stm)
+
+
+_HEAVY = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter, ir.Loop,
+          ir.Call)
+
+
+def _has_inner_loops(body: ir.Body) -> bool:
+    for s in body.stms:
+        if isinstance(s.exp, _HEAVY):
+            return True
+        if isinstance(s.exp, ir.If) and (_has_inner_loops(s.exp.then_body)
+                                         or _has_inner_loops(s.exp.else_body)):
+            return True
+    return False
+
+
+def _fusion_duplicates_loops(lw: Lowerer, lam: ir.Lambda, names: list) -> bool:
+    """True when the results of a map would be fused into more than one
+    consumer and its function loops (an inner SOAC or loop): each consumer
+    would recompute every element, loops included (n-body's three
+    accelerations, one reduction, fused into three velocity maps, ran the
+    O(n^2) reduction three times). Such a map is materialised once."""
+    if len(names) < 2 or not _has_inner_loops(lam.body):
+        return False
+    from ..usage import free_vars
+    consumers = set()
+    for name in names:
+        for k, s in enumerate(lw.rest):
+            if name in free_vars(s.exp) and not isinstance(s.exp, ir.Size):
+                consumers.add(k)
+                break
+    return len(consumers) > 1
 
 
 # Tile of a two-dimensional map nest: rows of the outer map x columns of the
@@ -118,22 +154,34 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     lam = e.lam
     inner = lam.body.stms[upto].exp
     nj = lw.let("nj", nj)
-    out = lw.alloc("map", inner.lam.ret[0], (n, nj))
+    # an empty outer map has rows of length 0 (as Python mode's empty result)
+    out = lw.alloc("map", inner.lam.ret[0],
+                   (n, lw.let("nr", K.Sel(S.b("gt", n, ZERO), nj, ZERO))))
+
+    @contextmanager
+    def open_row(i):
+        with lw.open_body(lam.body, upto, dict(zip((p.name for p in lam.params),
+                                                   elements(lw, arrs, i))) | env) as renv:
+            cols = [lw.array(a, renv) for a in inner.arrs]
+            check_width(lw, nj, inner.arrs, cols, stm.loc, "map")
+            yield renv, cols
+
+    def store(i, j, x):
+        lw.emit(K.Store(out.data, S.b("add", S.b("mul", i, nj), j), x))
+
+    def element(renv, cols, i, j):
+        res = lw.apply(inner.lam.params, inner.lam.body, renv, elements(lw, cols, j),
+                       new_frame=True)
+        store(i, j, res[0][0])
+
     def tile(t):
         i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, TILE_J)
+        if register_tiled(lw, inner, i0, i1, j0, j1, open_row, element, store):
+            return
 
         def row(i):
-            with lw.open_body(lam.body, upto, dict(zip((p.name for p in lam.params),
-                                                       elements(lw, arrs, i))) | env) as renv:
-                cols = [lw.array(a, renv) for a in inner.arrs]
-                check_width(lw, nj, inner.arrs, cols, stm.loc, "map")
-                base = lw.let("o", S.b("mul", i, nj))
-
-                def col(j):
-                    res = lw.apply(inner.lam.params, inner.lam.body, renv,
-                                   elements(lw, cols, j), new_frame=True)
-                    lw.emit(K.Store(out.data, S.b("add", base, j), res[0][0]))
-                lw.for_range("j", j0, j1, col)
+            with open_row(i) as (renv, cols):
+                lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j))
         lw.for_range("i", i0, i1, row)
     lw.par_for("t", tile_count(lw, n, nj, TILE_I, TILE_J), tile)
     return [out]

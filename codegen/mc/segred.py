@@ -18,10 +18,14 @@ from .. import scalar as S
 from ..lower import Arr, Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
+from .tile import jam_fold
 
 
 def fold_range(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc=True) -> None:
     """accs = fold of lam over elements lo..hi-1 (accs are variables)."""
+    if jam_fold(lw, lam, env, arrs, accs, lo, hi, reassoc):
+        return
+
     def body(i):
         new = apply_op(lw, lam, env, accs + elements(lw, arrs, i), reassoc)
         for a, v in zip(accs, new):

@@ -141,3 +141,64 @@ def test_flat_index_split_into_rows_and_columns(tmp_path):
         g = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
         want = g + g[np.maximum(np.arange(shape[0]) - 1, 0)]
         assert np.array_equal(w.grid(g), want)
+
+
+SWEEPS = """
+def solve(a: ps.Array[ps.f64], y: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    n = len(y)
+    yy = ps.copy(y)
+    for i in range(1, n):
+        yy[i] = yy[i] - a[i] * yy[i - 1]          # a may be shorter than y
+    for i in range(n - 2, -1, -1):
+        yy[i] = yy[i] - a[i] * yy[i + 1]          # counting down: an affine index
+    return yy
+
+@ps.entry
+def sweeps(a: ps.Array[ps.f64], ys: ps.Array[ps.Array[ps.f64]]) -> ps.Array[ps.Array[ps.f64]]:
+    return ps.map(lambda y: solve(a, y), ys)
+
+@ps.entry
+def strided(xs: ps.Array[ps.f64], m: int, ys: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    # k changes in the loop: its checks are not versioned on k's first value
+    def f(y: ps.f64) -> ps.f64:
+        s = y
+        k = 0
+        for _ in range(m):
+            s = s + xs[k]
+            k = k + 2
+        return s
+    return ps.map(f, ys)
+"""
+
+
+def test_sequential_loops_in_a_parallel_body_are_versioned(tmp_path):
+    from pyshark import Wrapper
+    text = kernels(SWEEPS)
+    sweeps = text[text.index("entry pyshark_sweeps"):text.index("entry pyshark_strided")]
+    # both sweeps: a fast copy without IndexError checks beside the checked one
+    assert sweeps.count("inb_") >= 4
+    strided = text[text.index("entry pyshark_strided"):]
+    assert "inb_" not in strided[strided.index("parfor"):]
+    p = tmp_path / "s.py"
+    p.write_text(HEAD + textwrap.dedent(SWEEPS))
+    ws = [Wrapper(b, cache_dir=tmp_path / "c") for b in ("python", "cpu")]
+    for w in ws:
+        w.add_source_file(p)
+        w.compile_and_load()
+    py, cpu = ws
+    rng = np.random.default_rng(3)
+    ys = rng.standard_normal((5, 9))
+    for a in (rng.standard_normal(9), rng.standard_normal(12), np.zeros(0)):
+        if len(a) >= 9:
+            assert np.array_equal(cpu.sweeps(a, ys), py.sweeps(a, ys))
+        else:
+            for w in ws:                             # the checked copy raises Python's error
+                with pytest.raises(IndexError, match="index 1 "):
+                    w.sweeps(a, ys)
+    assert np.array_equal(cpu.sweeps(np.ones(3), np.ones((2, 1))), py.sweeps(np.ones(3), np.ones((2, 1))))
+    xs = np.arange(10.0)
+    ys1 = np.arange(3.0)
+    assert np.array_equal(cpu.strided(xs, 5, ys1), py.strided(xs, 5, ys1))
+    for w in ws:
+        with pytest.raises(IndexError, match="index 10 "):
+            w.strided(xs, 6, ys1)

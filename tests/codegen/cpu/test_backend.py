@@ -293,3 +293,19 @@ def test_out_of_range_float_to_int_conversions_match_python_mode(tmp_path):
     want = py.compile_and_load().conv(xs)
     for g, w in zip(got, want):
         assert g.tolist() == w.tolist()
+
+
+def test_large_results_reuse_freed_memory_without_page_faults(tmp_path):
+    # a large block comes from the heap and stays mapped when numpy frees it,
+    # so the next call's result costs no page faults (emit_llvm._KEEP_MAPPED)
+    import resource
+    w = wrapper(SAXPY, tmp_path)
+    xs = np.ones(1 << 23, np.float32)           # 32 MiB results
+    for _ in range(3):
+        w.saxpy(2.0, xs, xs)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(10):
+        ys = w.saxpy(2.0, xs, xs)
+        del ys
+    faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
+    assert faults < 4, faults          # a fresh mapping: 16 huge pages or 8192 pages

@@ -1,0 +1,242 @@
+"""Unroll-and-jam of a parallel loop around a data-dependent while loop,
+with predication (a kernel IR -> kernel IR pass).
+
+A loop `for i: pre(i); while c: body; post(i)` inside a parallel loop (an
+escape-time fractal's column loop, any per-element iteration to
+convergence) runs one dependent chain at a time: each while iteration
+waits for the previous one's latency, and nothing vectorizes. Here U
+consecutive iterations of the for loop run together: their `pre` parts,
+then one while loop that runs while any copy's condition holds, where each
+copy computes its body and keeps the new values only while it is active
+(`x = active ? x' : x`: if-conversion, as in whole-function vectorization,
+Karrenberg and Hack, and ISPC's SPMD-on-SIMD model), then their `post`
+parts. The U independent chains overlap in the pipeline, and LLVM's SLP
+vectorizer may pack them into vector instructions.
+
+Each copy performs exactly its own iterations on its own values: results
+are bit for bit the sequential loop's. What an inactive copy computes is
+thrown away, so the while body must be safe to run on any values: it may
+not load, store, fail, allocate, loop, or divide or shift integers (whose
+preconditions the lowering proved only for the real iterations). `pre` and
+the while body may not store, so running `pre` of copy u+1 before `post`
+of copy u changes nothing (loads in `pre` do not read through a pointer
+that `post` stores through: within a ParFor, the noalias contract makes
+other pointer variables distinct memory); only `post` may fail. The last
+(hi - lo) mod U iterations run the original loop.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyshark.core.types import BOOL, I64
+
+from .. import kir as K
+
+U = 16
+
+
+# ---------------------------------------------------------------------------
+# renaming
+
+
+def _rn_expr(e: K.Expr, m: dict) -> K.Expr:
+    if isinstance(e, K.KVar):
+        return m.get(e.name, e)
+    if isinstance(e, K.Bin):
+        return replace(e, x=_rn_expr(e.x, m), y=_rn_expr(e.y, m))
+    if isinstance(e, K.Un):
+        return replace(e, x=_rn_expr(e.x, m))
+    if isinstance(e, K.Cast):
+        return replace(e, x=_rn_expr(e.x, m))
+    if isinstance(e, K.Sel):
+        return K.Sel(_rn_expr(e.cond, m), _rn_expr(e.x, m), _rn_expr(e.y, m))
+    if isinstance(e, K.Load):
+        return K.Load(_rn_expr(e.ptr, m), _rn_expr(e.index, m))
+    if isinstance(e, K.PtrAdd):
+        return K.PtrAdd(_rn_expr(e.ptr, m), _rn_expr(e.offset, m))
+    return e
+
+
+def _rn_stm(s: K.Stm, m: dict) -> K.Stm:
+    r = lambda e: _rn_expr(e, m)  # noqa: E731
+    if isinstance(s, K.Set):
+        return K.Set(r(s.var), r(s.value))
+    if isinstance(s, K.Store):
+        return K.Store(r(s.ptr), r(s.index), r(s.value))
+    if isinstance(s, K.Fail):
+        return K.Fail(s.kind, s.msg, tuple(r(a) for a in s.args))
+    if isinstance(s, K.If):
+        return K.If(r(s.cond), _rn_block(s.then, m), _rn_block(s.orelse, m))
+    if isinstance(s, K.While):
+        return K.While(r(s.cond), _rn_block(s.body, m))
+    raise TypeError(f"jam_while: unexpected {type(s).__name__}")
+
+
+def _rn_block(b: K.Block, m: dict) -> K.Block:
+    return K.Block(tuple(_rn_stm(s, m) for s in b.stms))
+
+
+# ---------------------------------------------------------------------------
+# what qualifies
+
+
+def _walk(b: K.Block):
+    for s in b.stms:
+        yield s
+        for sb in K.sub_blocks(s):
+            yield from _walk(sb)
+
+
+def _exprs(b: K.Block):
+    for s in _walk(b):
+        for e in K.stm_exprs(s):
+            yield from _sub(e)
+
+
+def _sub(e: K.Expr):
+    yield e
+    for c in K.children(e):
+        yield from _sub(c)
+
+
+_UNSAFE_INT = frozenset({"div", "rem", "shl", "shr"})
+
+
+def _while_body_safe(b: K.Block) -> bool:
+    for s in _walk(b):
+        if not isinstance(s, (K.Set, K.If)):
+            return False
+    for e in _exprs(b):
+        if isinstance(e, (K.Load, K.NumThreads)):
+            return False
+        if isinstance(e, K.Bin) and e.op in _UNSAFE_INT and not K.type_of(e.x).is_float:
+            return False
+    return True
+
+
+def _split(body: K.Block):
+    """(pre, while, post) of a qualifying for-loop body, or None."""
+    whiles = [k for k, s in enumerate(body.stms) if isinstance(s, K.While)]
+    if len(whiles) != 1:
+        return None
+    k = whiles[0]
+    pre, w, post = K.Block(body.stms[:k]), body.stms[k], K.Block(body.stms[k + 1:])
+    for s in _walk(pre):
+        if not isinstance(s, (K.Set, K.If)):
+            return None
+    for s in _walk(post):
+        if not isinstance(s, (K.Set, K.If, K.Store, K.Fail)):
+            return None
+    if not _while_body_safe(w.body):
+        return None
+    if any(isinstance(e, K.NumThreads) for e in _exprs(pre)):
+        return None
+    stored = set()
+    for s in _walk(post):
+        if isinstance(s, K.Store):
+            stored |= K.expr_vars(s.ptr)
+    for e in list(_exprs(pre)) + list(_exprs(post)):
+        if isinstance(e, K.Load) and K.expr_vars(e.ptr) & stored:
+            return None
+    return pre, w, post
+
+
+def _assigned(b: K.Block) -> list:
+    """Variables a block sets (KVars, first occurrence order)."""
+    out: dict = {}
+    for s in _walk(b):
+        if isinstance(s, K.Set):
+            out.setdefault(s.var.name, s.var)
+    return list(out.values())
+
+
+# ---------------------------------------------------------------------------
+# the transformation
+
+
+class _Jammer:
+    def __init__(self):
+        self.n = 0
+
+    def fresh(self, hint: str, t) -> K.KVar:
+        self.n += 1
+        return K.KVar(f"{hint}_jw{self.n}", t)
+
+    def loop(self, f: K.For) -> list:
+        parts = _split(f.body)
+        if parts is None:
+            return [f]
+        pre, w, post = parts
+        declared: dict = {f.var.name: f.var}
+        for s in f.body.stms:
+            for v in _assigned(K.Block((s,))):
+                declared.setdefault(v.name, v)
+        carried = [v for v in _assigned(w.body) if v.name in {x.name for x in _assigned(pre)}]
+        maps = []
+        for u in range(U):
+            maps.append({n: self.fresh(f"{n}_u{u}", v.type) for n, v in declared.items()})
+        lo = self.fresh("jlo", I64)
+        nb = self.fresh("jnb", I64)
+        b = self.fresh("jb", I64)
+        out: list = [K.Set(lo, f.lo),
+                     K.Set(nb, K.Bin("div", K.Sel(K.Bin("gt", f.hi, lo), K.Bin("sub", f.hi, lo),
+                                                  K.KConst(0, I64)), K.KConst(U, I64)))]
+        stms: list = []
+        base = K.Bin("add", lo, K.Bin("mul", b, K.KConst(U, I64)))
+        for u, m in enumerate(maps):
+            stms.append(K.Set(m[f.var.name], K.Bin("add", base, K.KConst(u, I64))))
+            stms += _rn_block(pre, m).stms
+        anyv = self.fresh("jany", BOOL)
+
+        def any_active():
+            e = None
+            for m in maps:
+                c = _rn_expr(w.cond, m)
+                e = c if e is None else K.Bin("or", e, c)
+            return K.Set(anyv, e)
+        stms.append(any_active())
+        wbody: list = []
+        for m in maps:
+            act = self.fresh("jact", BOOL)
+            wbody.append(K.Set(act, _rn_expr(w.cond, m)))
+            olds = []
+            for v in carried:
+                o = self.fresh("jold", v.type)
+                wbody.append(K.Set(o, m[v.name]))
+                olds.append((m[v.name], o))
+            wbody += _rn_block(w.body, m).stms
+            for x, o in olds:
+                wbody.append(K.Set(x, K.Sel(act, x, o)))
+        wbody.append(any_active())
+        stms.append(K.While(anyv, K.Block(tuple(wbody))))
+        for m in maps:
+            stms += _rn_block(post, m).stms
+        out.append(K.For(b, K.KConst(0, I64), nb, K.Block(tuple(stms))))
+        rest = K.Bin("add", lo, K.Bin("mul", nb, K.KConst(U, I64)))
+        out.append(K.For(f.var, rest, f.hi, f.body))
+        return out
+
+    def block(self, b: K.Block, in_par: bool) -> K.Block:
+        out: list = []
+        for s in b.stms:
+            if isinstance(s, K.ParFor):
+                out.append(replace(s, body=self.block(s.body, True)))
+            elif isinstance(s, K.For):
+                s = replace(s, body=self.block(s.body, in_par))
+                out += self.loop(s) if in_par else [s]
+            elif isinstance(s, K.If):
+                out.append(K.If(s.cond, self.block(s.then, in_par), self.block(s.orelse, in_par)))
+            elif isinstance(s, K.While):
+                out.append(K.While(s.cond, self.block(s.body, in_par)))
+            else:
+                out.append(s)
+        return K.Block(tuple(out))
+
+
+def jam_while_loops(m: K.Module) -> K.Module:
+    """The module with every qualifying for loop inside a ParFor jammed U
+    ways around its while loop."""
+    j = _Jammer()
+    fns = [replace(f, body=j.block(f.body, False)) for f in m.functions]
+    out = K.Module(fns, list(m.messages))
+    return out
