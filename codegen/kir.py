@@ -511,6 +511,20 @@ def free_vars_of_block(block: Block) -> set[str]:
     return read - declared
 
 
+def walk_stms(block: Block):
+    """Every statement of a block, sub-blocks included, in order."""
+    for s in block.stms:
+        yield s
+        for sb in sub_blocks(s):
+            yield from walk_stms(sb)
+
+
+def block_can_fail(block: Block) -> bool:
+    """Whether a block can stop the entry with an error (a Fail, or an
+    Alloc, which fails with MemoryError)."""
+    return any(isinstance(s, (Fail, Alloc)) for s in walk_stms(block))
+
+
 from .kir_check import check_module  # noqa: E402  (re-export)
 from .kir_pretty import pretty_module  # noqa: E402  (re-export)
 
@@ -521,6 +535,6 @@ __all__ = [
     "AtomicLoad", "Fence",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
-    "free_vars_of_block", "check_module", "pretty_module",
+    "free_vars_of_block", "walk_stms", "block_can_fail", "check_module", "pretty_module",
     "BOOL", "F32", "F64", "I8", "I32", "I64",
 ]

@@ -12,16 +12,13 @@ from .. import kir as K
 from ..lower import Lowerer
 
 
-def walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from walk(sb)
+walk = K.walk_stms
 
 
 def can_fail(b: K.Block) -> bool:
-    """Whether a block of kernel IR can stop with an error (or allocates)."""
-    return any(isinstance(s, (K.Fail, K.Alloc, K.Free)) for s in walk(b))
+    """Whether a block of kernel IR can stop with an error, or allocates or
+    frees (none of which a work-group kernel may do)."""
+    return K.block_can_fail(b) or any(isinstance(s, K.Free) for s in walk(b))
 
 
 def group_size(lw: Lowerer) -> int:

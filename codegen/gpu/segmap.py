@@ -180,7 +180,12 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
     innermost = levels[-1][0].lam
-    outs = [lw.alloc("map", t, tuple(widths)) for t in innermost.ret]
+    # an empty map has rows of length 0, as Python mode's empty result has
+    shape, seen = [widths[0]], widths[0]
+    for w in widths[1:]:
+        shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
+        seen = lw.let("np", S.b("mul", seen, w))
+    outs = [lw.alloc("map", t, tuple(shape)) for t in innermost.ret]
     total = lw.let("tot", _product(widths))
 
     def body(f):

@@ -183,7 +183,21 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
             with open_row(i) as (renv, cols):
                 lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j))
         lw.for_range("i", i0, i1, row)
-    lw.par_for("t", tile_count(lw, n, nj, TILE_I, TILE_J), tile)
+    with lw.block() as tiles:
+        lw.par_for("t", tile_count(lw, n, nj, TILE_I, TILE_J), tile)
+    # With rows of width 0 there are no tiles, but Python mode still runs the
+    # outer function's statements for every row (the check that zipped rows
+    # have one length, say): when they can fail, such a nest runs them alone.
+    def empty_row(i):
+        with open_row(i):
+            pass
+    with lw.block() as empty:
+        lw.par_for("i", n, empty_row)
+    if K.block_can_fail(empty[0]):
+        lw.emit(K.If(S.b("eq", nj, ZERO), empty[0], tiles[0]))
+    else:
+        for s in tiles[0].stms:
+            lw.emit(s)
     return [out]
 
 

@@ -247,8 +247,7 @@ def _collect_vars(blk: K.Block, out: dict):
             ex(e)
 
 
-def block_can_fail(blk: K.Block) -> bool:
-    return any(isinstance(s, (K.Fail, K.Alloc)) for s in _walk(blk))
+block_can_fail = K.block_can_fail
 
 
 def captures(p: K.ParFor) -> list:
