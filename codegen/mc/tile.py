@@ -98,19 +98,7 @@ def register_tiled(lw: Lowerer, inner: ir.Map, i0, i1, j0, j1, open_row, element
     red = inner_reduce(inner)
     if red is None:
         return False
-    v = lw.version
-    saved = (len(v["conds"]), v["k"]) if v is not None else None
-    try:
-        with lw.block() as blk:
-            _emit(lw, inner, red, i0, i1, j0, j1, open_row, element, store)
-    except _NotJammable:
-        if v is not None:
-            del v["conds"][saved[0]:]
-            v["k"] = saved[1]
-        return False
-    for s in blk[0].stms:
-        lw.emit(s)
-    return True
+    return _attempt(lw, lambda: _emit(lw, inner, red, i0, i1, j0, j1, open_row, element, store))
 
 
 def _emit(lw, inner, red, i0, i1, j0, j1, open_row, element, store):
@@ -205,19 +193,7 @@ def jam_fold(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc: bool) -> 
     jammed code could fail; the caller then folds element by element."""
     if not any(_jammable(a) for a in arrs):
         return False
-    v = lw.version
-    saved = (len(v["conds"]), v["k"]) if v is not None else None
-    try:
-        with lw.block() as blk:
-            _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc)
-    except _NotJammable:
-        if v is not None:
-            del v["conds"][saved[0]:]
-            v["k"] = saved[1]
-        return False
-    for s in blk[0].stms:
-        lw.emit(s)
-    return True
+    return _attempt(lw, lambda: _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc))
 
 
 def _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc):
@@ -293,3 +269,22 @@ def _emit_fold(lw, lam, env, arrs, accs, lo, hi, reassoc):
         for x, y in zip(accs, new):
             lw.emit(K.Set(x, y))
     lw.for_range("i", S.b("add", lo, S.b("mul", nb, kf)), hi, rest)
+
+
+def _attempt(lw: Lowerer, emit) -> bool:
+    """Runs emit() with its statements held aside: emitted when it succeeds
+    (True); dropped, with the bounds conditions it collected for loop
+    versioning, when it raises _NotJammable (False)."""
+    v = lw.version
+    saved = (len(v["conds"]), v["k"]) if v is not None else None
+    try:
+        with lw.block() as blk:
+            emit()
+    except _NotJammable:
+        if v is not None:
+            del v["conds"][saved[0]:]
+            v["k"] = saved[1]
+        return False
+    for s in blk[0].stms:
+        lw.emit(s)
+    return True
