@@ -14,6 +14,7 @@ from pyshark.core.check import check_program
 from pyshark.errors import InternalCompilerError
 
 from .opt.cse import cse
+from .opt.flatten import flatten
 from .opt.fuse import fuse
 from .opt.inline import inline
 from .opt.simplify import simplify
@@ -28,12 +29,30 @@ PASSES: list[tuple[str, Pass]] = [
     ("simplify", simplify),   # clean up after fusion
 ]
 
+# The gpu target (Target.family "gpu") runs these after PASSES: kernel
+# extraction (map distribution and map-loop interchange) exposes the
+# parallelism inside a map's sequential loops. Fusion does not run after
+# it (it would fuse the distributed maps back together).
+GPU_PASSES: list[tuple[str, Pass]] = [
+    ("flatten", flatten),     # map distribution, map-loop interchange
+    ("simplify", simplify),   # clean up after distribution
+]
+
+
+def passes_for(target=None) -> list[tuple[str, Pass]]:
+    """The pass list for a target (codegen/target.py): PASSES, plus
+    GPU_PASSES for the gpu family."""
+    if target is not None and getattr(target, "gpu", False):
+        return PASSES + GPU_PASSES
+    return PASSES
+
 
 def optimise(program: ir.Program, check: bool = False,
-             passes: list[tuple[str, Pass]] | None = None) -> ir.Program:
-    """Runs the passes (default PASSES) in order; with check=True the core IR
-    checker runs after each, raising InternalCompilerError naming the pass."""
-    for i, (name, run) in enumerate(PASSES if passes is None else passes):
+             passes: list[tuple[str, Pass]] | None = None, target=None) -> ir.Program:
+    """Runs the passes (default: passes_for(target); PASSES without a target)
+    in order; with check=True the core IR checker runs after each, raising
+    InternalCompilerError naming the pass."""
+    for i, (name, run) in enumerate(passes_for(target) if passes is None else passes):
         program = run(program)
         if check:
             try:

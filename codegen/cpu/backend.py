@@ -71,7 +71,8 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
     except ImportError:          # the middle end is optional
         optimise = None
     if optimise is not None:
-        program = optimise(program)
+        target = lower_options.get("target")
+        program = optimise(program) if target is None else optimise(program, target=target)
     module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
     from ..memory import hoist_allocations
     module = hoist_allocations(module)
