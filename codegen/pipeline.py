@@ -41,8 +41,8 @@ GPU_PASSES: list[tuple[str, Pass]] = [
 
 def passes_for(target=None) -> list[tuple[str, Pass]]:
     """The pass list for a target (codegen/target.py): PASSES, plus
-    GPU_PASSES for the gpu family."""
-    if target is not None and getattr(target, "gpu", False):
+    GPU_PASSES for the gpu family when its record asks for them."""
+    if target is not None and getattr(target, "gpu", False) and getattr(target, "flatten", False):
         return PASSES + GPU_PASSES
     return PASSES
 

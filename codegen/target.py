@@ -22,6 +22,10 @@ class Target:
     lookback: bool = False      # gpu: groups of one launch that have started run to
                                 # completion while others spin on their flags, so the
                                 # single-pass scan (gpu/segscan.py) may wait on them
+    flatten: bool = False       # gpu: run codegen/opt/flatten.py (map distribution and
+                                # interchange); off on devices by default until the maps
+                                # it makes stop allocating per work-item (they run on
+                                # the host then: docs/opencl-backend.md)
 
     @property
     def gpu(self) -> bool:
@@ -32,11 +36,11 @@ MULTICORE = Target()
 
 
 def gpu_target(max_group: int, local_mem: int, atomics64: bool,
-               lookback: bool = True) -> Target:
+               lookback: bool = True, flatten: bool = True) -> Target:
     """A gpu target for a device's limits: groups of 256 work-items (or the
     largest power of two the device allows), at most 32 KiB of local memory
     a group (half of what most GPUs have per compute unit, so two groups fit)."""
     g = 1
     while g * 2 <= min(256, max_group):
         g *= 2
-    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback)
+    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback, flatten)

@@ -279,10 +279,14 @@ class Device:
         # updates in the stress test at 2^20 elements and was no faster than
         # reduce-then-scan (1.45 ms against 1.36 ms for 2^28 i32).
         lookback = os.environ.get("PYSHARK_OPENCL_LOOKBACK", "0") == "1"
+        # Kernel extraction (codegen/opt/flatten.py) is off unless
+        # PYSHARK_OPENCL_FLATTEN=1: the maps it makes of LocVolCalib still
+        # allocate per work-item and run on the host (slower than before).
+        flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "0") == "1"
         return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions,
-                          lookback=lookback)
+                          lookback=lookback, flatten=flatten)
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,

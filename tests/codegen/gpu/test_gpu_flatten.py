@@ -89,9 +89,16 @@ def source(tmp_path_factory):
 
 @lru_cache(maxsize=None)
 def _wrapper(path: str, backend: str):
-    w = Wrapper(backend=backend)
-    w.add_source_file(path)
-    w.compile_and_load()
+    # the pass is off on devices unless PYSHARK_OPENCL_FLATTEN=1 (the target
+    # record carries it, so it is part of the cache key)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYSHARK_OPENCL_FLATTEN", "1")
+    try:
+        w = Wrapper(backend=backend)
+        w.add_source_file(path)
+        w.compile_and_load()
+    finally:
+        mp.undo()
     return w
 
 
