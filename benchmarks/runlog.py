@@ -149,7 +149,10 @@ def merge_info(runs: list) -> dict:
         for key in ("copy_gbs", "peak_gflops", "gpu_copy_gbs"):
             if key in other:
                 info[key] = other[key]
-    commands = list(dict.fromkeys(i["command"] for i in infos))
+    # a merged folder's command is already a list of its runs' commands
+    commands = list(dict.fromkeys(c for i in infos for c in
+                                  (i["command"] if isinstance(i["command"], list)
+                                   else [i["command"]])))
     info["command"] = commands[0] if len(commands) == 1 else commands
     info["notes"] = list(dict.fromkeys(n for i in infos for n in i.get("notes", [])))
     info["targets"] = list(dict.fromkeys(t for i in infos for t in i.get("targets", [])))
