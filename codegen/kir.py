@@ -263,11 +263,14 @@ class If:
 @dataclass(frozen=True)
 class For:
     """for var in lo, lo+1, ..., hi-1 (i64; no iteration when hi <= lo).
-    `var` is read-only in the body."""
+    `var` is read-only in the body. `unroll` > 1 is a hint that a backend
+    may unroll the loop by that factor (no change of meaning; a rebuilt
+    loop may drop it)."""
     var: KVar
     lo: Expr
     hi: Expr
     body: Block
+    unroll: int = 0
 
 
 @dataclass(frozen=True)

@@ -181,11 +181,12 @@ class Lowerer:
         finally:
             f.at_least = saved
 
-    def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None]):
+    def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None],
+                  unroll: int = 0):
         i = self.var(hint, I64)
         with self.block() as blk, self.loop_facts(i, lo, hi):
             body(i)
-        self.emit(K.For(i, lo, hi, blk[0]))
+        self.emit(K.For(i, lo, hi, blk[0], unroll))
 
     def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None]):
         """A loop whose iterations are independent: a ParFor at host level

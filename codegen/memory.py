@@ -85,7 +85,7 @@ def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     order = [t for t in stms if isinstance(t, K.Set) and t.var.name in needed]
     new_body = K.Block(tuple(keep))
     if isinstance(loop, K.For):
-        loop = K.For(loop.var, loop.lo, loop.hi, new_body)
+        loop = K.For(loop.var, loop.lo, loop.hi, new_body, loop.unroll)
     else:
         loop = K.While(loop.cond, new_body)
     return order + before, loop, after
@@ -130,7 +130,7 @@ def _block(b: K.Block, in_par: bool) -> K.Block:
             out.append(K.ParFor(s.var, s.count, _block(s.body, True), s.parallel_if, s.group_size))
         elif isinstance(s, (K.For, K.While)):
             inner = _block(s.body, in_par)
-            loop = (K.For(s.var, s.lo, s.hi, inner) if isinstance(s, K.For)
+            loop = (K.For(s.var, s.lo, s.hi, inner, s.unroll) if isinstance(s, K.For)
                     else K.While(s.cond, inner))
             before, loop, after = _hoist_from_loop(loop)
             out += before

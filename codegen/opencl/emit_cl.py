@@ -400,6 +400,8 @@ class _KernelEmitter:
             lo = self.temp(I64, self.expr(s.lo, inner), inner)
             hi = self.temp(I64, self.expr(s.hi, inner), inner)
             i = self.name(s.var)
+            if s.unroll > 1:
+                out.append(f"{inner}#pragma unroll {s.unroll}")
             out.append(f"{inner}for ({i} = {lo}; {i} < {hi}; {i}++) {{")
             self.block(s.body, inner + "    ")
             out.append(f"{inner}}}")

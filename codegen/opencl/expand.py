@@ -74,7 +74,7 @@ class _Expander:
             elif isinstance(s, K.If):
                 out.append(K.If(s.cond, self.block(s.then), self.block(s.orelse)))
             elif isinstance(s, K.For):
-                out.append(K.For(s.var, s.lo, s.hi, self.block(s.body)))
+                out.append(K.For(s.var, s.lo, s.hi, self.block(s.body), s.unroll))
             elif isinstance(s, K.While):
                 out.append(K.While(s.cond, self.block(s.body)))
             else:

@@ -168,3 +168,22 @@ def test_atomic_loads_and_fences_only_in_work_group_kernels():
         check_module(bad)
     assert "atomic_load xs[i]" in K.pretty_module(K.Module([K.Function("g", (xs, n), K.Block((
         K.ParFor(i, n, K.Block((K.AtomicLoad(x, xs, i), K.Fence())), group_size=G),)))]))
+
+
+def test_unroll_hint_is_spelled_and_keeps_the_meaning():
+    """For.unroll is a hint: `#pragma unroll N` in the kernel, same values."""
+    xs, out = v("xs", P(I64)), v("out", P(I64))
+    k, acc = v("k", I64), v("acc", I64)
+    body = K.Block((
+        K.Set(acc, I0),
+        K.For(k, I0, c64(8), K.Block((
+            K.Set(acc, K.Bin("add", acc, K.Bin("mul", K.Load(xs, i), k))),)), unroll=4),
+        K.Store(out, i, acc),
+    ))
+    m = K.Module([K.Function("f", (xs, out, n), K.Block((K.ParFor(i, n, body),)))])
+    b = build(m)
+    assert "#pragma unroll 4" in b.host.cl_source
+    a = np.arange(100, dtype=np.int64)
+    res = np.zeros(100, np.int64)
+    assert b.call("f", a, res, np.int64(100)) is None
+    assert np.array_equal(res, a * 28)
