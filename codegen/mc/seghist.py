@@ -88,8 +88,8 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
                     at = lw.let("at", S.b("add", base, j))
                     olds = [lw.let("o", K.Load(s.data, at)) for s in subs]
                     new = apply_op(lw, lam, env, olds + xs[1:], True)
-                    for s, v in zip(subs, new):
-                        lw.emit(K.Store(s.data, at, v))
+                    for s, o, v in zip(subs, olds, new):
+                        _store_if_changed(lw, s.data, at, o, v)
                 lw.emit(K.If(ok, blk[0]))
             lw.for_range("i", lo, hi, body)
         lw.par_for("c", nch, private)
@@ -115,3 +115,22 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
         lw.scopes.pop()
     lw.emit(K.If(S.b("gt", nch, S.const(1, I64)), par[0], seq[0]))
     return dests
+
+
+def _store_if_changed(lw: Lowerer, ptr: K.Expr, at: K.Expr, old: K.Expr, v) -> None:
+    """ptr[at] = v, where `old` was just loaded from ptr[at]. When v is a
+    selection between old and another value (max, min), the store happens
+    only when the other value is chosen: a max-histogram then writes a bin
+    only when it grows, as `if x > h[b]: h[b] = x` does; the memory is the
+    same either way (the skipped store would write back the loaded bits)."""
+    if isinstance(v, K.KVar) and isinstance(old, K.KVar):
+        for s in reversed(lw.stack[-1]):
+            if isinstance(s, K.Set) and s.var == v:
+                e = s.value
+                if isinstance(e, K.Sel) and (e.x == old) != (e.y == old):
+                    keep_old = e.cond if e.x == old else S.lnot(e.cond)
+                    other = e.y if e.x == old else e.x
+                    lw.emit(K.If(S.lnot(keep_old), K.Block((K.Store(ptr, at, other),))))
+                    return
+                break
+    lw.emit(K.Store(ptr, at, v))
