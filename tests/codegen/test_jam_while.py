@@ -9,13 +9,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from pyshark import Wrapper
+from backend_pair import python_and
 from pyshark.codegen import kir as K
 from pyshark.codegen.cpu.backend import build_kernels
 from pyshark.codegen.mc.jam_while import U
 from pyshark.core.check import check_program
 from pyshark.translate import translate_source
-from pyshark.wrapper import available_backends
 
 SRC = """
 import pyshark.prelude as ps
@@ -90,17 +89,7 @@ def test_only_safe_while_loops_are_jammed():
 
 @pytest.fixture(scope="module", params=["kir", "cpu"])
 def wrappers(request, tmp_path_factory):
-    if request.param not in available_backends():
-        pytest.skip(f"{request.param} unavailable")
-    d = tmp_path_factory.mktemp("jam")
-    src = d / "jam.py"
-    src.write_text(textwrap.dedent(SRC))
-    out = []
-    for backend in ("python", request.param):
-        w = Wrapper(backend, cache_dir=d / "cache")
-        w.add_source_file(src)
-        out.append(w.compile_and_load())
-    return out
+    return python_and(request.param, SRC, tmp_path_factory, "jam")
 
 
 @pytest.mark.parametrize("w", [0, 1, U - 1, U, U + 1, 2 * U + 3])

@@ -10,7 +10,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from pyshark import Wrapper
+from backend_pair import python_and
 from pyshark.codegen import kir as K
 from pyshark.codegen.mc.tile import MR, NR
 from pyshark.wrapper import available_backends
@@ -90,17 +90,7 @@ def _walk(b: K.Block):
 
 @pytest.fixture(scope="module", params=["kir", "cpu"])
 def wrappers(request, tmp_path_factory):
-    if request.param not in available_backends():
-        pytest.skip(f"{request.param} unavailable")
-    d = tmp_path_factory.mktemp("tile")
-    src = d / "tile.py"
-    src.write_text(textwrap.dedent(MATMUL))
-    out = []
-    for backend in ("python", request.param):
-        w = Wrapper(backend, cache_dir=d / "cache")
-        w.add_source_file(src)
-        out.append(w.compile_and_load())
-    return out
+    return python_and(request.param, MATMUL, tmp_path_factory, "tile")
 
 
 @pytest.mark.parametrize("n,k,m", SHAPES)
@@ -184,17 +174,7 @@ def test_fold_of_reductions_is_jammed():
 
 @pytest.fixture(scope="module", params=["kir", "cpu"])
 def nearest_wrappers(request, tmp_path_factory):
-    if request.param not in available_backends():
-        pytest.skip(f"{request.param} unavailable")
-    d = tmp_path_factory.mktemp("near")
-    src = d / "near.py"
-    src.write_text(textwrap.dedent(NEAREST))
-    out = []
-    for backend in ("python", request.param):
-        w = Wrapper(backend, cache_dir=d / "cache")
-        w.add_source_file(src)
-        out.append(w.compile_and_load())
-    return out
+    return python_and(request.param, NEAREST, tmp_path_factory, "near")
 
 
 @pytest.mark.parametrize("k", [1, 2, 15, 16, 17, 35])

@@ -1,0 +1,26 @@
+"""Compile one test source in Python mode and on a compiled backend (for
+fixtures that compare the two); shared by the lowering tests."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from pyshark import Wrapper
+from pyshark.wrapper.registry import available_backends
+
+
+def python_and(backend: str, source: str, tmp_path_factory, name: str) -> list:
+    """[python module, `backend` module] of `source`, or skip when the
+    backend is not available here."""
+    if backend not in available_backends():
+        pytest.skip(f"{backend} unavailable")
+    d = tmp_path_factory.mktemp(name)
+    src = d / f"{name}.py"
+    src.write_text(textwrap.dedent(source))
+    out = []
+    for b in ("python", backend):
+        w = Wrapper(b, cache_dir=d / "cache")
+        w.add_source_file(src)
+        out.append(w.compile_and_load())
+    return out
