@@ -271,11 +271,45 @@ def find_modules(path: str | Path) -> list[Path]:
 
 def conformance_dir() -> Path:
     """The conformance corpus: $PYSHARK_CONFORMANCE, else <repo>/../shared/conformance
-    (the repository being the folder above the pyshark package)."""
+    (the repository being the folder above the pyshark package), else the
+    same place beside the repository this one was cloned from when that is
+    a local folder (a scratch clone, e.g. /tmp/fresh, of a checkout that
+    sits beside shared/)."""
     env = os.environ.get("PYSHARK_CONFORMANCE")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent.parent / "shared" / "conformance"
+    repo = Path(__file__).resolve().parent.parent
+    here = repo.parent / "shared" / "conformance"
+    if here.is_dir():
+        return here
+    origin = _local_origin(repo)
+    if origin is not None and (origin.parent / "shared" / "conformance").is_dir():
+        return origin.parent / "shared" / "conformance"
+    return here
+
+
+def _local_origin(repo: Path) -> Path | None:
+    """The folder of the repository's `origin` remote when it is a local
+    path (read from .git/config; no git process)."""
+    config = repo / ".git" / "config"
+    try:
+        text = config.read_text()
+    except OSError:
+        return None
+    section = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("["):
+            section = line
+        elif section == '[remote "origin"]' and line.startswith("url"):
+            url = line.split("=", 1)[1].strip()
+            if url.startswith("file://"):
+                url = url[len("file://"):]
+            path = Path(url)
+            if not path.is_absolute():
+                path = (repo / path).resolve()
+            return path if path.is_dir() else None
+    return None
 
 
 # ---------------------------------------------------------------------------
