@@ -162,9 +162,13 @@ class Cast:
     result is what gcc's x86-64 code gives, which is numpy's: i8/i16/i32/u8/
     u16 through a 32-bit cvtt, i64/u32 through a 64-bit cvtt (out of range:
     the integer minimum, then truncated), u64 exact up to 2**64);
-    f64 <-> f32 rounds to nearest; x -> bool is x != 0; bool -> x is 0 or 1."""
+    f64 <-> f32 rounds to nearest; x -> bool is x != 0; bool -> x is 0 or 1.
+    With bits=True it is no conversion: x's bits read as a `to` of the same
+    width, neither being bool (C's as_type; packing a float with a flag into
+    one atomic word, gpu/segscan.py)."""
     to: ScalarType
     x: "Expr"
+    bits: bool = False
 
 
 @dataclass(frozen=True)
@@ -302,8 +306,8 @@ class ParFor:
 # A ParFor with `group_size` G is a work-group kernel: it runs
 # ceil(count / G) * G work-items in groups of G (no iteration is skipped: the
 # body guards `var < count` itself where it must), `var` being the global
-# index. Only there may LocalId, GroupId, Barrier, LocalAlloc, AtomicLoad and
-# Fence appear, and such a body contains no Fail, Alloc or Free (a work-item that left early
+# index. Only there may LocalId, GroupId, Barrier, LocalAlloc and AtomicLoad
+# appear, and such a body contains no Fail, Alloc or Free (a work-item that left early
 # would break the next barrier): the gpu/ algorithms run user code that can
 # fail in plain ParFors. Barriers sit in control flow that is uniform across
 # the group. Only codegen/opencl spells these nodes; the mc/ family never
@@ -342,24 +346,18 @@ class AtomicUpdate:
 class AtomicLoad:
     """var = ptr[index] (global memory) as it is now, for memory that other
     work-groups write while the kernel runs: never served from an earlier
-    read or a non-coherent cache, not merged or moved across a Fence or
-    another AtomicLoad; untorn for elements of 32 or 64 bits. In a
-    work-group ParFor; used by the scan's look-back (gpu/segscan.py)."""
+    read or a non-coherent cache, not merged with or moved across another
+    AtomicLoad; untorn for elements of 32 or 64 bits. No order with other
+    addresses is promised (OpenCL 1.2 has no fence across work-groups): what
+    must be seen together travels in one word. In a work-group ParFor; used
+    by the scan's look-back (gpu/segscan.py)."""
     var: KVar
     ptr: Expr
     index: Expr
 
 
-@dataclass(frozen=True)
-class Fence:
-    """This work-item's global memory reads and writes before the fence are
-    performed, for every work-item of the launch, before those after it
-    (publish: write a value, Fence, write its flag; read: read the flag,
-    Fence, read the value). In a work-group ParFor."""
-
-
 Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barrier,
-            LocalAlloc, AtomicUpdate, AtomicLoad, Fence]
+            LocalAlloc, AtomicUpdate, AtomicLoad]
 
 ERROR_CODES = {
     "IndexError": 1, "ZeroDivisionError": 2, "AssertionError": 3,
@@ -463,7 +461,7 @@ def stm_exprs(s: Stm) -> tuple[Expr, ...]:
         return tuple(s.args)
     if isinstance(s, ParFor):
         return (s.count,) + ((s.parallel_if,) if s.parallel_if is not None else ())
-    if isinstance(s, (Barrier, LocalAlloc, Fence)):
+    if isinstance(s, (Barrier, LocalAlloc)):
         return ()
     if isinstance(s, AtomicLoad):
         return (s.ptr, s.index)
@@ -535,7 +533,7 @@ __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
     "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
-    "AtomicLoad", "Fence",
+    "AtomicLoad",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
     "free_vars_of_block", "walk_stms", "block_can_fail", "check_module", "pretty_module",

@@ -50,8 +50,11 @@ def _expr(e: K.Expr, scope: dict) -> K.KType:
         if e.op == "not" and t.is_float:
             raise KirError("not on a float")
     elif isinstance(e, K.Cast):
-        if not isinstance(K.type_of(e.x), ScalarType):
+        frm = K.type_of(e.x)
+        if not isinstance(frm, ScalarType):
             raise KirError(f"cast of a pointer {e!r}")
+        if e.bits and (frm.bits != e.to.bits or BOOL in (frm, e.to)):
+            raise KirError(f"bit cast between {frm!r} and {e.to!r} (same width, no bool)")
     elif isinstance(e, K.Sel):
         if K.type_of(e.cond) != BOOL:
             raise KirError(f"select on non-bool {e.cond!r}")
@@ -155,7 +158,7 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
 
 
 _GROUP_EXPRS = (K.LocalId, K.GroupId)
-_GROUP_STMS = (K.Barrier, K.LocalAlloc, K.AtomicLoad, K.Fence)
+_GROUP_STMS = (K.Barrier, K.LocalAlloc, K.AtomicLoad)
 
 
 def _atomic(s: K.AtomicUpdate, scope: dict, in_par: bool, outer: set | None):
@@ -192,7 +195,7 @@ def _check_group_body(p: K.ParFor) -> None:
 
 
 def _check_group_ops_placement(b: K.Block) -> None:
-    """LocalId, GroupId, Barrier, LocalAlloc, AtomicLoad and Fence only in
+    """LocalId, GroupId, Barrier, LocalAlloc and AtomicLoad only in
     work-group ParFors."""
     for s in b.stms:
         if isinstance(s, K.ParFor):

@@ -311,6 +311,8 @@ class _Interp:
         return un_prim(e.op, self.eval(e.x, env))
 
     def e_cast(self, e, env):
+        if e.bits:
+            return self.eval(e.x, env).view(e.to.dtype)
         return cast(self.eval(e.x, env), e.to)
 
     def e_sel(self, e, env):

@@ -20,7 +20,7 @@ def pretty_expr(e: K.Expr) -> str:
     if isinstance(e, K.Un):
         return f"{e.op}({pretty_expr(e.x)})"
     if isinstance(e, K.Cast):
-        return f"({e.to.value}){pretty_expr(e.x)}"
+        return f"({'bits ' if e.bits else ''}{e.to.value}){pretty_expr(e.x)}"
     if isinstance(e, K.Sel):
         return f"({pretty_expr(e.cond)} ? {pretty_expr(e.x)} : {pretty_expr(e.y)})"
     if isinstance(e, K.Load):
@@ -80,8 +80,6 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = local_alloc({s.count})")
         elif isinstance(s, K.AtomicLoad):
             out.append(f"{ind}{s.var.name} = atomic_load {pretty_expr(s.ptr)}[{pretty_expr(s.index)}]")
-        elif isinstance(s, K.Fence):
-            out.append(f"{ind}fence")
         elif isinstance(s, K.AtomicUpdate):
             out.append(f"{ind}atomic {pretty_expr(s.ptr)}[{pretty_expr(s.index)}]: "
                        f"{s.old.name} -> {pretty_expr(s.value)}")

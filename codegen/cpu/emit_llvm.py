@@ -276,6 +276,8 @@ class _FnEmitter:
         if isinstance(e, K.Un):
             return self.un(e)
         if isinstance(e, K.Cast):
+            if e.bits:
+                return self.b.bitcast(self.expr(e.x), reg_type(e.to))
             return self.cast(e.to, K.type_of(e.x), self.expr(e.x))
         if isinstance(e, K.Sel):
             return b.select(self.expr(e.cond), self.expr(e.x), self.expr(e.y))

@@ -43,6 +43,7 @@ order of the atomic updates and of the merge is allowed, floats included
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional
 
 from pyshark.core import ir
@@ -76,7 +77,7 @@ def _subst(e: K.Expr, env: dict) -> K.Expr:
     if isinstance(e, K.Un):
         return K.Un(e.op, _subst(e.x, env))
     if isinstance(e, K.Cast):
-        return K.Cast(e.to, _subst(e.x, env))
+        return replace(e, x=_subst(e.x, env))
     if isinstance(e, K.Sel):
         return K.Sel(_subst(e.cond, env), _subst(e.x, env), _subst(e.y, env))
     return e

@@ -4,24 +4,27 @@ NVIDIA 2016; Futhark's ImpGen/GPU/SegScan/SinglePass.hs) where the target
 allows it (Target.lookback), else reduce-then-scan (the same paper,
 section 3; the blocks of group.py).
 
-Single pass (lookback_scan_into): a plain ParFor zeroes flags[0..nb] (nb
-blocks of G*E elements; flags[nb] is the block counter), then one
-work-group kernel. Each group takes its block index b from the counter
-(an atomic add by work-item 0), so a group only ever waits on groups that
-started before it: forward progress wherever started groups keep running
-(GPUs; PoCL, where one OS thread runs a group to completion). The group
-loads its tile coalesced into local memory and reduces it (group.tile_up);
-work-item 0 publishes the aggregate (block 0: the inclusive prefix) as
-value, Fence, flag (an atomic exchange: X=0 -> A=1 or P=2), so that a reader
-that sees the flag sees the value. Then the whole group looks back over
-windows of G predecessors: work-item l reads block base-l's flag
-(AtomicLoad) and, after a Fence, the value it publishes (AtomicLoad); an
-order-keeping tree of a (flag, value) operator over the window gives the
-combination back to the nearest P, or says the window is all A (go on
-further back) or has an X after its nearest P (read it again). Work-item 0
-publishes the inclusive prefix (P), and the group rescans and writes its
-tile from the exclusive prefix (group.tile_down). The input is read once
-and the output written once (2n element moves).
+Single pass (lookback_scan_into), for one 32-bit value (packs()): a plain
+ParFor zeroes status[0..nb] (nb blocks of G*E elements; status[nb] is the
+block counter), then one work-group kernel. Each group takes its block
+index b from the counter (an atomic add by work-item 0), so a group only
+ever waits on groups that started before it: forward progress wherever
+started groups keep running (GPUs; PoCL, where one OS thread runs a group
+to completion). The group loads its tile coalesced into local memory and
+reduces it (group.tile_up); work-item 0 publishes the aggregate (block 0:
+the inclusive prefix) as one 64-bit word, (flag << 32) | bits(value) with
+flag X=0 -> A=1 or P=2, by an atomic exchange. Flag and value travel
+together because OpenCL 1.2 has no fence across work-groups: NVIDIA spells
+mem_fence(CLK_GLOBAL_MEM_FENCE) as membar.cta, and a value stored before
+its flag was seen late on an H100 (lost updates). Then the whole group
+looks back over windows of G predecessors: work-item l reads block base-l's
+word (AtomicLoad, untorn); an order-keeping tree of a (flag, value)
+operator over the window gives the combination back to the nearest P, or
+says the window is all A (go on further back) or has an X after its
+nearest P (read it again). Work-item 0 publishes the inclusive prefix (P),
+and the group rescans and writes its tile from the exclusive prefix
+(group.tile_down). The input is read once and the output written once (2n
+element moves).
 
 Reduce-then-scan (group_scan_into): the input is cut into ng contiguous
 blocks, one per group (ng from NumThreads and n, group.group_count, at
@@ -48,7 +51,7 @@ are declined (the mc/ algorithm runs).
 from __future__ import annotations
 
 from pyshark.core import ir
-from pyshark.core.types import I32, I64
+from pyshark.core.types import I32, I64, U32, U64
 
 from .. import kir as K
 from .. import scalar as S
@@ -57,7 +60,7 @@ from ..mc.common import all_scalar, check_width
 from .common import group_for, group_size, local_alloc
 from .group import (ONE, ZERO, block_scan, ceil_div, fold_contiguous, fold_strided,
                     group_count, is_commutative, lambda_op, load_all, local_bytes, new_vars,
-                    set_all, store_all, tile_down, tile_elems, tile_up, tree_reduce, when)
+                    set_all, tile_down, tile_elems, tile_up, tree_reduce, when)
 from .segred import element_fn, op_can_fail, safe_inputs
 
 
@@ -68,7 +71,7 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
     if not all_scalar(types):
         return None
     target = lw.options.target
-    lookback = target.lookback
+    lookback = target.lookback and packs(types, target)
     E = tile_elems(G, target.local_mem, local_bytes(types),
                    fixed=2 * G * local_bytes(types) + LOOKBACK_FIXED if lookback else
                    G * local_bytes(types), most=LOOKBACK_E if lookback else 9)
@@ -97,35 +100,52 @@ def lower_scan(lw: Lowerer, e: ir.Scan, env, stm):
 # look-back), and the local bytes besides the tile and the group scan.
 LOOKBACK_E = 15
 LOOKBACK_FIXED = 64 + 4 * 256   # the block index, the window's flags
-# Block states (flags[b]): nothing published yet, the block's aggregate
-# (aggs[b]), its inclusive prefix (incl[b]).
+# Block states (the high half of status[b]): nothing published yet, the
+# block's aggregate, its inclusive prefix (the low half: the value's bits).
 FLAG_X, FLAG_A, FLAG_P = 0, 1, 2
+
+
+def packs(types: list, target) -> bool:
+    """Whether a block's (flag, value) fits one 64-bit atomic word: one
+    32-bit value (and 64-bit atomics). Only then is the single pass used:
+    OpenCL 1.2 has no fence across work-groups (NVIDIA spells mem_fence as
+    membar.cta), so a value and its flag must travel in one atomic access."""
+    return (target.atomics64 and len(types) == 1 and types[0].bits == 32
+            and types[0] is not K.BOOL)
+
+
+def pack(flag: int, x: K.Expr) -> K.Expr:
+    """The status word (flag << 32) | bits(x) of a 32-bit value x."""
+    bits = x if K.type_of(x) is U32 else K.Cast(U32, x, bits=True)
+    return S.b("or", S.const(flag << 32, U64), K.Cast(U64, bits))
+
+
+def unpack(w: K.Expr, t) -> tuple[K.Expr, K.Expr]:
+    """(flag as i32, value as t) of a status word."""
+    flag = K.Cast(I32, S.b("shr", w, S.const(32, U64)))
+    low = K.Cast(U32, w)
+    return flag, (low if t is U32 else K.Cast(t, low, bits=True))
 
 
 def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
                        E: int, store) -> None:
     """The single-pass scan (module docstring) at host level: store(j,
-    values) is called with the inclusive scan at every j < n."""
+    values) is called with the inclusive scan at every j < n. One 32-bit
+    value (packs())."""
     G = group_size(lw)
     TE = G * E
     cTE = S.const(TE, I64)
+    (t,) = types
     nb = lw.let("nb", ceil_div(n, cTE))
     nb = lw.let("nb", K.Sel(S.b("ge", nb, ONE), nb, ONE))
-    flags = lw.var("flags", K.Ptr(I32))           # nb block states, then the block counter
-    lw.emit(K.Alloc(flags, S.b("add", nb, ONE)))
-    aggs = [lw.var("agg", K.Ptr(t)) for t in types]
-    incl = [lw.var("incl", K.Ptr(t)) for t in types]
-    for p in aggs + incl:
-        lw.emit(K.Alloc(p, nb))
-    zero32 = S.const(0, I32)
+    status = lw.var("status", K.Ptr(U64))       # nb block states, then the block counter
+    lw.emit(K.Alloc(status, S.b("add", nb, ONE)))
     z = lw.var("z", I64)
-    lw.emit(K.ParFor(z, S.b("add", nb, ONE), K.Block((K.Store(flags, z, zero32),))))
+    lw.emit(K.ParFor(z, S.b("add", nb, ONE), K.Block((K.Store(status, z, S.const(0, U64)),))))
 
-    def publish(ptrs, b, xs, flag):
-        """values, then (Fence) the flag: whoever sees the flag sees them."""
-        store_all(lw, ptrs, b, xs)
-        lw.emit(K.Fence())
-        lw.emit(K.AtomicUpdate(flags, b, lw.var("o", I32), S.const(flag, I32)))
+    def publish(b, x, flag):
+        """flag and value in one atomic exchange: a reader sees both or neither."""
+        lw.emit(K.AtomicUpdate(status, b, lw.var("o", U64), pack(flag, x)))
 
     cA, cP = S.const(FLAG_A, I32), S.const(FLAG_P, I32)
 
@@ -142,32 +162,24 @@ def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.E
     def look_back(b, lid, flagw, win):
         """Every work-item of block b > 0 (after work-item 0 published the
         aggregate): windows of G predecessors, work-item l reading block
-        base - l (a block before 0 counts as P with the neutral element):
-        its flag, and after a Fence the value that flag publishes. An
-        order-keeping tree of status_op over the window, oldest first, gives
-        P (done: the exclusive prefix is found), A (every block of the window
-        has its aggregate: go on with the window before it) or X (a block
-        after the nearest P has published nothing: read the window again).
-        Returns variables holding the exclusive prefix of block b."""
+        base - l's status word (AtomicLoad; a block before 0 counts as P
+        with the neutral element). An order-keeping tree of status_op over
+        the window, oldest first, gives P (done: the exclusive prefix is
+        found), A (every block of the window has its aggregate: go on with
+        the window before it) or X (a block after the nearest P has
+        published nothing: read the window again). Returns variables
+        holding the exclusive prefix of block b."""
         acc = new_vars(lw, "acc", types, list(neutral))    # blocks base+1 .. b-1
         base = new_vars(lw, "base", [I64], [S.b("sub", b, ONE)])[0]
         done = new_vars(lw, "done", [K.BOOL], [S.const(False, K.BOOL)])[0]
         with lw.block() as step:
             j = lw.let("jb", S.b("sub", base, lid))
-            f = new_vars(lw, "f", [I32], [cP])[0]
-            vs = new_vars(lw, "v", types, list(neutral))
-
-            def read():
-                lw.emit(K.AtomicLoad(f, flags, j))
-                for flag, src in ((FLAG_P, incl), (FLAG_A, aggs)):
-                    def value(src=src):
-                        lw.emit(K.Fence())
-                        for v, p in zip(vs, src):
-                            lw.emit(K.AtomicLoad(v, p, j))
-                    when(lw, S.b("eq", f, S.const(flag, I32)), value)
-            when(lw, S.b("ge", j, ZERO), read)
+            w = new_vars(lw, "w", [U64], [pack(FLAG_P, neutral[0])])[0]
+            when(lw, S.b("ge", j, ZERO), lambda: lw.emit(K.AtomicLoad(w, status, j)))
+            f, x = unpack(w, t)
+            f, x = lw.let("f", f), lw.let("v", x)
             pos = lw.let("pos", S.b("sub", S.const(G - 1, I64), lid))
-            tot = tree_reduce(lw, status_op, [flagw] + win, [f] + vs, pos, G)
+            tot = tree_reduce(lw, status_op, [flagw] + win, [f, x], pos, G)
 
             def advance():
                 set_all(lw, acc, op(tot[1:], acc))
@@ -179,17 +191,17 @@ def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.E
         return acc
 
     def scan_block(i):
-        tile = [local_alloc(lw, "tile", t, TE) for t in types]
-        tots = [local_alloc(lw, "gsc", t, G) for t in types]
-        win = [local_alloc(lw, "win", t, G) for t in types]
+        tile = [local_alloc(lw, "tile", t, TE)]
+        tots = [local_alloc(lw, "gsc", t, G)]
+        win = [local_alloc(lw, "win", t, G)]
         flagw = local_alloc(lw, "fw", I32, G)
         bid = local_alloc(lw, "bid", I64, 1)
         lid = lw.let("lid", K.LocalId())
         lane0 = S.b("eq", lid, ZERO)
 
         def take_index():
-            old = lw.var("ticket", I32)
-            lw.emit(K.AtomicUpdate(flags, nb, old, S.b("add", old, S.const(1, I32))))
+            old = lw.var("ticket", U64)
+            lw.emit(K.AtomicUpdate(status, nb, old, S.b("add", old, S.const(1, U64))))
             lw.emit(K.Store(bid, ZERO, K.Cast(I64, old)))
         when(lw, lane0, take_index)
         lw.emit(K.Barrier())
@@ -198,20 +210,19 @@ def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.E
         end = lw.let("end", S.b("add", lo, cTE))
         hi = lw.let("hi", K.Sel(S.b("lt", end, n), end, n))
         mine = tile_up(lw, op, types, neutral, elem, n, lo, hi, lid, G, E, tile, tots)
-        agg = load_all(lw, tots, S.const(G - 1, I64), "agg")
+        (agg,) = load_all(lw, tots, S.const(G - 1, I64), "agg")
         carry = new_vars(lw, "carry", types, list(neutral))
         first = S.b("eq", b, ZERO)
-        when(lw, S.b("and", lane0, first), lambda: publish(incl, b, agg, FLAG_P))
+        when(lw, S.b("and", lane0, first), lambda: publish(b, agg, FLAG_P))
 
         def later():
-            when(lw, lane0, lambda: publish(aggs, b, agg, FLAG_A))
+            when(lw, lane0, lambda: publish(b, agg, FLAG_A))
             set_all(lw, carry, look_back(b, lid, flagw, win))
-            when(lw, lane0, lambda: publish(incl, b, op(carry, agg), FLAG_P))
+            when(lw, lane0, lambda: publish(b, op(carry, [agg])[0], FLAG_P))
         when(lw, K.Un("not", first), later)
         tile_down(lw, op, types, store, lo, hi, carry, lid, G, E, tile, tots, mine)
     group_for(lw, "g", S.b("mul", nb, S.const(G, I64)), scan_block)
-    for p in [flags] + aggs + incl:
-        lw.emit(K.Free(p))
+    lw.emit(K.Free(status))
 
 
 def group_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,

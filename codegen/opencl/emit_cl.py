@@ -53,7 +53,8 @@ chooses an algorithm; the semantics are emit_llvm.py's, node for node):
 - GPU extension: Barrier is barrier(local | global fence); AtomicUpdate an
   atomic_add (integer add), an atomic_xchg (a value that does not read the
   old one) or a compare-and-swap loop; AtomicLoad a volatile load (on GPUs
-  it bypasses the non-coherent L1); Fence is mem_fence(CLK_GLOBAL_MEM_FENCE).
+  it bypasses the non-coherent L1). There is no fence across work-groups in
+  OpenCL 1.2 (mem_fence is membar.cta on NVIDIA): kir.py has none.
 - Alloc and Free cannot be spelled in a kernel (OpenCL C has no heap), nor can
   memory of pointers: emit_kernel raises Unsupported and the host runs that
   ParFor itself (see host.py).
@@ -320,6 +321,9 @@ class _KernelEmitter:
                 raise NotImplementedError(f"{e.op} on {t!r} (kir.py gives it no meaning)")
             return self._fill(tmpl, t, x=x)
         if isinstance(e, K.Cast):
+            if e.bits:
+                self._note(e.to)
+                return f"as_{C_TYPES[e.to.value]}({self.expr(e.x, ind)})"
             return self.cast(e.to, K.type_of(e.x), self.expr(e.x, ind), ind)
         if isinstance(e, K.Sel):
             c, x, y = (self.expr(a, ind) for a in (e.cond, e.x, e.y))
@@ -439,8 +443,6 @@ class _KernelEmitter:
             self._note(t)
             ld = f"*(volatile __global {mem_type(t)} *)({p} + {i})"
             out.append(f"{ind}{self.name(s.var)} = {ld}{' != 0' if t is BOOL else ''};")
-        elif isinstance(s, K.Fence):
-            out.append(f"{ind}mem_fence(CLK_GLOBAL_MEM_FENCE);")
         elif isinstance(s, (K.Alloc, K.Free)):
             raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
         elif isinstance(s, K.ParFor):

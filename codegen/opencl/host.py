@@ -126,6 +126,8 @@ class _FnGen:
         if isinstance(e, K.Cast):
             if e.to == K.type_of(e.x):
                 return self.expr(e.x)
+            if e.bits:
+                return f"bitcast({self.expr(e.x)}, '{e.to.value}')"
             return f"cast({self.expr(e.x)}, '{e.to.value}')"
         if isinstance(e, K.Sel):
             return f"({self.expr(e.x)} if {self.expr(e.cond)} else {self.expr(e.y)})"

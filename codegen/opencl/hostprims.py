@@ -71,6 +71,11 @@ def cast(x, to: str):
     return _kcast(x, TYPES[to])
 
 
+def bitcast(x, to: str):
+    """kir.Cast(to, x, bits=True): the same bits read as a `to`."""
+    return x.view(TYPES[to].dtype)
+
+
 def padd(p, off):
     """A pointer (memory, element offset) moved by `off` elements."""
     return (p[0], p[1] + int(off))
@@ -78,4 +83,4 @@ def padd(p, off):
 
 __all__ = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
            "fhex", "idiv", "irem", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "rint",
-           "isnan", "libm", "cast", "padd"]
+           "isnan", "libm", "cast", "bitcast", "padd"]

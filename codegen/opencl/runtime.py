@@ -273,12 +273,10 @@ class Device:
         env = os.environ.get("PYSHARK_OPENCL_GROUP")       # a tuning knob (docs/opencl-backend.md)
         if env:
             limit = min(limit, max(1, int(env)))
-        # The single-pass scan (decoupled look-back) is experimental and off
-        # unless PYSHARK_OPENCL_LOOKBACK=1: it holds on PoCL, but on an NVIDIA
-        # H100 its publication (value, mem_fence, flag; volatile loads) lost
-        # updates in the stress test at 2^20 elements and was no faster than
-        # reduce-then-scan (1.45 ms against 1.36 ms for 2^28 i32).
-        lookback = os.environ.get("PYSHARK_OPENCL_LOOKBACK", "0") == "1"
+        # The single-pass scan (decoupled look-back, gpu/segscan.py) needs
+        # 64-bit atomics (flag and value in one word); PYSHARK_OPENCL_LOOKBACK=0
+        # turns it off (reduce-then-scan everywhere).
+        lookback = os.environ.get("PYSHARK_OPENCL_LOOKBACK", "1") == "1"
         # Kernel extraction (codegen/opt/flatten.py) is off unless
         # PYSHARK_OPENCL_FLATTEN=1: the maps it makes of LocVolCalib still
         # allocate per work-item and run on the host (slower than before).

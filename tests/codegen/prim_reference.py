@@ -69,3 +69,12 @@ def cvtt_model(x: float, to) -> int:
     else:
         r = cvtt(x, 64) if not x >= 2.0 ** 63 else cvtt(x - 2.0 ** 63, 64) ^ -(2 ** 63)
     return int(np.array(r & ((1 << to.bits) - 1), dtype=np.uint64).astype(to.dtype))
+
+
+def bit_cast_samples(t) -> np.ndarray:
+    """Values of a 32/64-bit type for the bit-cast tests: signed zeros, NaN,
+    infinity, a subnormal; or integers whose bits are such floats."""
+    if t.is_float:
+        return np.array([0.0, -0.0, 1.5, -2.5, np.inf, np.nan, 3e38, 1e-45], t.dtype)
+    return np.array([0, 1, -1, 0x7FC00001, 0x80000000, 0x3F800000, 12345, 7],
+                    np.int64).astype(t.dtype)

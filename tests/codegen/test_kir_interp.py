@@ -570,3 +570,21 @@ def test_leak_detection():
             [K.Alloc(pp, c(1)), K.Alloc(a, c(3)), K.Store(pp, c(0), a),
              K.Store(v("res2", ptr(ptr(ptr(I32)))), c(0), pp)], [outs2])
     assert r.leaks() == [] and outs2.array[0].array[0] is not UNINIT
+
+
+@pytest.mark.parametrize("frm,to", [(F32, U32), (U32, F32), (F64, I64), (I64, F64)], ids=str)
+def test_bit_cast_reads_the_same_bits(frm, to):
+    xs = samples(frm)
+    got = apply_elementwise(lambda x, y: K.Cast(to, x, bits=True), frm, to, xs)
+    assert np.array_equal(got.view(np.uint8), xs.view(to.dtype).view(np.uint8))
+
+
+@pytest.mark.parametrize("frm,to", [(F32, I64), (I8, BOOL), (BOOL, U8)], ids=str)
+def test_bit_cast_needs_one_width_and_no_bool(frm, to):
+    from pyshark.codegen.kir_check import KirError
+    p = v("p", ptr(frm))
+    q = v("q", ptr(to))
+    f = K.Function("f", (p, q), K.Block((K.Store(q, c(0), K.Cast(to, K.Load(p, c(0)),
+                                                                   bits=True)),)))
+    with pytest.raises(KirError, match="bit cast"):
+        K.check_module(K.Module([f], []))

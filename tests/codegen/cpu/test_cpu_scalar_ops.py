@@ -8,7 +8,8 @@ import warnings
 import pytest
 
 from cpu_harness import (BOOL, F32, F64, K, P, build, elementwise, np, np_same, v)
-from prim_reference import (ALL_TYPES, EXACT_UN, N, NP_BIN, NP_UN, bin_ops_for, cvtt_model,
+from pyshark.core.types import I64, U32
+from prim_reference import (ALL_TYPES, bit_cast_samples, EXACT_UN, N, NP_BIN, NP_UN, bin_ops_for, cvtt_model,
                             trunc_div, un_ops_for)
 
 
@@ -228,3 +229,16 @@ def test_every_primitive_builds_with_fastmath():
     assert "fcmp fast" in text and "call fast" in text
     assert "fcmp uno" in text          # isnan keeps its meaning
     optimised_ir(text)
+
+
+@pytest.mark.parametrize("frm,to", [(F32, U32), (U32, F32), (F64, I64), (I64, F64)], ids=str)
+def test_bit_cast(tmp_path, frm, to):
+    """Cast(bits=True) is LLVM's bitcast: the same bits, NaN payloads and
+    -0.0 included."""
+    lib = build(K.Module([elementwise("f", 1, frm, to, lambda x: K.Cast(to, x, bits=True))], []),
+                tmp_path)
+    x = bit_cast_samples(frm)
+    out = np.zeros(len(x), to.dtype)
+    rc, _ = lib.call("f", x, out, len(x))
+    assert rc == 0
+    assert np.array_equal(out.view(np.uint8), x.view(to.dtype).view(np.uint8))

@@ -8,7 +8,7 @@ import pytest
 
 from ocl_harness import F64, I0, I64, K, P, build, c64, np, v
 from pyshark.codegen.kir_check import KirError, check_module
-from pyshark.core.types import F32, I32
+from pyshark.core.types import F32, I32, U32, U64
 
 G = 64
 n, i = v("n", I64), v("i", I64)
@@ -98,67 +98,68 @@ def test_group_operations_are_checked():
 
 def _chained_sum_module():
     """out[b] = sum of xs[0 : (b+1)*G] by a chained scan across groups: each
-    group takes a block index b from an atomic counter (flags[ng]), sums its
-    block, waits for block b-1's flag (AtomicLoad), reads its prefix after a
-    Fence, and publishes its own prefix: value, Fence, flag (an atomic
-    exchange). The publish/read protocol of gpu/segscan.py's look-back."""
-    xs, flags, vals, out, ng = (v("xs", P(I64)), v("flags", P(I32)), v("vals", P(I64)),
-                                v("out", P(I64)), v("ng", I64))
+    group takes a block index b from an atomic counter (st[ng]), sums its
+    block, waits for block b-1's status word (AtomicLoad: flag in the high
+    half, the i32 prefix's bits in the low half) and publishes its own by
+    one atomic exchange. The publish/read protocol of gpu/segscan.py's
+    look-back: flag and value travel in one word (no fence needed)."""
+    xs, st, out, ng = v("xs", P(I32)), v("st", P(U64)), v("out", P(I32)), v("ng", I64)
     lb, lid, b = v("lb", K.Ptr(I64, "local")), v("lid", I64), v("b", I64)
-    old, old2, f, pv = v("old", I32), v("old2", I32), v("f", I32), v("pv", I64)
-    acc, j, k, done = v("acc", I64), v("j", I64), v("k", I64), v("done", K.BOOL)
-    one32 = K.KConst(1, I32)
+    old, old2, w = v("old", U64), v("old2", U64), v("w", U64)
+    acc, j, k, done = v("acc", I32), v("j", I64), v("k", I64), v("done", K.BOOL)
     lane0 = K.Bin("eq", lid, I0)
     idx = K.Bin("add", K.Bin("mul", b, c64(G)), k)
+    flag = K.Cast(I32, K.Bin("shr", w, K.KConst(32, U64)))
+    low = K.Cast(I32, K.Cast(U32, w), bits=True)
     look = K.Block((
-        K.AtomicLoad(f, flags, j),
-        K.If(K.Bin("ne", f, K.KConst(0, I32)), K.Block((
-            K.Fence(), K.AtomicLoad(pv, vals, j),
-            K.Set(acc, K.Bin("add", pv, acc)), K.Set(done, K.KConst(True, K.BOOL))))),
+        K.AtomicLoad(w, st, j),
+        K.If(K.Bin("ne", flag, K.KConst(0, I32)), K.Block((
+            K.Set(acc, K.Bin("add", low, acc)), K.Set(done, K.KConst(True, K.BOOL))))),
     ))
+    packed = K.Bin("or", K.KConst(1 << 32, U64), K.Cast(U64, K.Cast(U32, acc, bits=True)))
     body = K.Block((
         K.LocalAlloc(lb, 1), K.Set(lid, K.LocalId()),
-        K.If(lane0, K.Block((K.AtomicUpdate(flags, ng, old, K.Bin("add", old, one32)),
+        K.If(lane0, K.Block((K.AtomicUpdate(st, ng, old, K.Bin("add", old, K.KConst(1, U64))),
                              K.Store(lb, I0, K.Cast(I64, old))))),
         K.Barrier(),
         K.Set(b, K.Load(lb, I0)),
         K.If(lane0, K.Block((
-            K.Set(acc, I0),
+            K.Set(acc, K.KConst(0, I32)),
             K.For(k, I0, c64(G), K.Block((K.If(K.Bin("lt", idx, n), K.Block((
                 K.Set(acc, K.Bin("add", acc, K.Load(xs, idx))),))),))),
             K.Set(j, K.Bin("sub", b, c64(1))),
             K.Set(done, K.Bin("eq", b, I0)),
             K.While(K.Un("not", done), look),
-            K.Store(vals, b, acc), K.Fence(),
-            K.AtomicUpdate(flags, b, old2, one32),
+            K.AtomicUpdate(st, b, old2, packed),
             K.Store(out, b, acc)))),
     ))
-    f_ = K.Function("chain", (xs, flags, vals, out, ng, n),
+    f_ = K.Function("chain", (xs, st, out, ng, n),
                     K.Block((K.ParFor(i, K.Bin("mul", ng, c64(G)), body, group_size=G),)))
     return K.Module([f_])
 
 
 @pytest.mark.parametrize("count", [1, 64, 65, 20000, 300001])
-def test_chained_scan_across_groups_by_atomic_loads_and_fences(count):
+def test_chained_scan_across_groups_by_packed_atomic_words(count):
     b = build(_chained_sum_module())
     text = b.host.cl_source
-    assert "volatile __global" in text and "mem_fence(CLK_GLOBAL_MEM_FENCE)" in text
-    assert "atomic_xchg" in text
-    xs = np.arange(count, dtype=np.int64) % 11 - 5
+    assert "volatile __global ulong" in text and "atom_xchg" in text and "as_uint" in text
+    assert "mem_fence" not in text
+    xs = (np.arange(count, dtype=np.int64) % 11 - 5).astype(np.int32)
     ng = -(-count // G)
     for _ in range(3):
-        flags = np.zeros(ng + 1, np.int32)
-        vals = np.zeros(ng, np.int64)
-        out = np.full(ng, -1, np.int64)
-        assert b.call("chain", xs, flags, vals, out, np.int64(ng), np.int64(count)) is None
-        want = np.cumsum(np.add.reduceat(xs, np.arange(0, count, G)))
+        st = np.zeros(ng + 1, np.uint64)
+        out = np.full(ng, -1, np.int32)
+        assert b.call("chain", xs, st, out, np.int64(ng), np.int64(count)) is None
+        want = np.cumsum(np.add.reduceat(xs.astype(np.int64), np.arange(0, count, G)))
         assert np.array_equal(out, want)
-        assert flags[ng] == ng and (flags[:ng] == 1).all()
+        assert st[ng] == ng and ((st[:ng] >> np.uint64(32)) == 1).all()
+        assert np.array_equal((st[:ng] & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32),
+                              want.astype(np.int32))
 
 
-def test_atomic_loads_and_fences_only_in_work_group_kernels():
+def test_atomic_loads_only_in_work_group_kernels():
     xs, x = v("xs", P(I64)), v("x", I64)
-    for stm in (K.AtomicLoad(x, xs, i), K.Fence()):
+    for stm in (K.AtomicLoad(x, xs, i),):
         m = K.Module([K.Function("f", (xs, n), K.Block((K.ParFor(i, n, K.Block((stm,))),)))])
         with pytest.raises(KirError, match="without a group size"):
             check_module(m)
@@ -167,7 +168,7 @@ def test_atomic_loads_and_fences_only_in_work_group_kernels():
     with pytest.raises(KirError, match="atomic load"):
         check_module(bad)
     assert "atomic_load xs[i]" in K.pretty_module(K.Module([K.Function("g", (xs, n), K.Block((
-        K.ParFor(i, n, K.Block((K.AtomicLoad(x, xs, i), K.Fence())), group_size=G),)))]))
+        K.ParFor(i, n, K.Block((K.AtomicLoad(x, xs, i),)), group_size=G),)))]))
 
 
 def test_unroll_hint_is_spelled_and_keeps_the_meaning():

@@ -12,8 +12,8 @@ import warnings
 
 import pytest
 
-from ocl_harness import BOOL, F32, K, build, multi, np, np_same
-from prim_reference import (ALL_TYPES, EXACT_UN, N, NP_BIN, NP_UN, bin_ops_for, cvtt_model,
+from ocl_harness import BOOL, F32, F64, K, build, multi, np, np_same
+from prim_reference import (ALL_TYPES, bit_cast_samples, EXACT_UN, N, NP_BIN, NP_UN, bin_ops_for, cvtt_model,
                             trunc_div, un_ops_for)
 from pyshark.core.types import I32, I64, U32
 
@@ -241,3 +241,19 @@ def test_constants_are_exact():
         assert np_same(a, want), (t, val, a)
         if t.is_float and val == 0:
             assert np.signbit(a).all()
+
+
+BIT_CAST_PAIRS = [(F32, U32), (U32, F32), (I32, F32), (F64, I64), (I64, F64)]
+
+
+@pytest.mark.parametrize("host_memory", [False, True], ids=["kernel", "host"])
+@pytest.mark.parametrize("frm,to", BIT_CAST_PAIRS, ids=str)
+def test_bit_cast(frm, to, host_memory):
+    """Cast(bits=True) reads the same bits as another type (as_type in a
+    kernel, a numpy view on the host), NaN payloads and -0.0 included."""
+    lib = build(K.Module([multi("f", [frm], [(to, lambda x: K.Cast(to, x, bits=True))],
+                                par=not host_memory)], []))
+    x = bit_cast_samples(frm)
+    out = np.zeros(len(x), to.dtype)
+    assert lib.call("f", x, out, np.int64(len(x)), host_memory=host_memory) is None
+    assert np.array_equal(out.view(np.uint8), x.view(to.dtype).view(np.uint8))
