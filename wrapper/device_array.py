@@ -36,7 +36,8 @@ class DeviceArray:
     def _make(cls, device, mem, off: int, shape: tuple, dtype) -> "DeviceArray":
         self = object.__new__(cls)
         self.device, self._mem, self._off = device, mem, int(off)
-        self.shape, self.dtype = tuple(int(d) for d in shape), np.dtype(dtype)
+        self.shape = shape if type(shape) is tuple else tuple(int(d) for d in shape)
+        self.dtype = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
         return self
 
     @property

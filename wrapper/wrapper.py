@@ -69,6 +69,7 @@ class Wrapper:
         if p not in self._sources:
             self._sources.append(p)
             self._loaded = False
+            self._forget_bound()
         return self
 
     def compile_and_load(self) -> "Wrapper":
@@ -76,6 +77,7 @@ class Wrapper:
         cache when its source, options, backend and compiler are unchanged)."""
         if not self._sources:
             raise ValueError("no source files: call add_source_file(path) first")
+        self._forget_bound()
         self._entries = {}
         hits = []
         for path in self._sources:
@@ -190,18 +192,21 @@ class Wrapper:
             raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r} (entries "
                                  f"are attributes after compile_and_load())")
         module, entry = self._lookup(name)
-        bound = self.__dict__.setdefault("_bound", {})
-        hit = bound.get(name)
-        if hit is not None and hit[0] is module:
-            return hit[1]
         bind, mcall, keep = convert.bind_args, module.call, self._keep_device
 
         def call(*args, **kwargs):
             return mcall(name, bind(entry, args, kwargs, keep))
         call.__name__ = name
         call.__doc__ = self.signature(name)
-        bound[name] = (module, call)
+        # an instance attribute from now on (no __getattr__ per call), until
+        # the entries change (_forget_bound)
+        self.__dict__.setdefault("_bound", []).append(name)
+        self.__dict__[name] = call
         return call
+
+    def _forget_bound(self) -> None:
+        for name in self.__dict__.pop("_bound", ()):
+            self.__dict__.pop(name, None)
 
     def __dir__(self):
         return sorted(set(super().__dir__()) | set(self._entries))

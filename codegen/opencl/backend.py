@@ -79,7 +79,9 @@ class OpenCLModule(LoadedModule):
 
 class _Caller:
     """flatten -> send -> host function -> results (copied back, or kept as
-    DeviceArrays) -> unflatten."""
+    DeviceArrays) -> unflatten. What can be decided per entry is decided
+    here, once: a converter per parameter, the out-params per result (host
+    memory: Python lists, which the host code only stores into)."""
 
     def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list,
                  device_arrays: bool = False):
@@ -93,6 +95,29 @@ class _Caller:
         self.messages = messages
         self.kernels = kernels
         self.device_arrays = device_arrays
+        self.convs = [self._scalar_param(dt) if r == 0 else self._array_param(dt)
+                      for dt, r in self.params]
+        self.plain_output = not device_arrays and self.flat.scalar_result
+
+    @staticmethod
+    def _scalar_param(dt):
+        t = dt.type
+
+        def conv(rt, v, args):
+            args.append(t(v))
+        return conv
+
+    def _array_param(self, dt):
+        is_device_array, i64 = convert.is_device_array, np.int64
+
+        def conv(rt, v, args):
+            if type(v) is not np.ndarray and is_device_array(v):
+                args.append(self._device_arg(v))
+            else:
+                v = np.ascontiguousarray(v, dtype=dt)
+                args.append(rt.upload(v))
+            args.extend([i64(d) for d in v.shape])
+        return conv
 
     def _device_arg(self, v):
         if v.device is not self.dev:
@@ -104,28 +129,20 @@ class _Caller:
     def __call__(self, canon_args: list):
         flat = self.flat.args(canon_args)
         runtime = self.runtime
-        with runtime.LOCK, np.errstate(all="ignore"):
+        with runtime.LOCK:
             rt = runtime.Call(self.dev, self.kernels)
             try:
                 args: list = []
-                for (dt, r), v in zip(self.params, flat):
-                    if r == 0:
-                        args.append(dt.type(v))
-                        continue
-                    if type(v) is not np.ndarray and convert.is_device_array(v):
-                        args.append(self._device_arg(v))
-                    else:
-                        v = np.ascontiguousarray(v, dtype=dt)
-                        args.append(rt.upload(v))
-                    args += [np.int64(d) for d in v.shape]
+                for conv, v in zip(self.convs, flat):
+                    conv(rt, v, args)
                 outs = []
                 for dt, r in self.results:
                     if r == 0:
-                        cell = np.zeros(1, dt)
+                        cell = [None]
                         outs.append(cell)
                         args.append((cell, 0))
                     else:
-                        ptr, shape = np.full(1, None, dtype=object), np.zeros(r, np.int64)
+                        ptr, shape = [None], [0] * r
                         outs.append((ptr, shape))
                         args += [(ptr, 0), (shape, 0)]
                 keep = self.device_arrays
@@ -135,14 +152,16 @@ class _Caller:
                 err, arrays = rt.run(self.fn, args, downloads)
                 if err is not None:
                     raise error_from(err[0], err[1], err[2], self.messages)
+                if self.plain_output:
+                    return self.results[0][0].type(outs[0][0])
                 results = []
                 arrays = iter(arrays or ())
                 for (dt, r), o in zip(self.results, outs):
                     if r == 0:
-                        results.append(o[0])
+                        results.append(dt.type(o[0]))
                     elif keep:
                         ptr, shape = o
-                        shape = tuple(int(d) for d in shape)
+                        shape = tuple([int(d) for d in shape])
                         if isinstance(ptr[0][0], runtime.DevMem):
                             mem, off = rt.detach(ptr[0])
                             results.append(runtime.device_array(self.dev, mem, off, shape, dt))
@@ -168,7 +187,7 @@ class _Lazy:
         for (dt, r), o in zip(self.results, self.outs):
             if r:
                 ptr, shape = o
-                yield ptr[0], tuple(int(d) for d in shape), dt
+                yield ptr[0], tuple([int(d) for d in shape]), dt
 
 
 class OpenCLBackend(Backend):

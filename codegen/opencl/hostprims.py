@@ -1,8 +1,8 @@
 """The primitives of generated host code (host.py), on numpy scalars.
 
 Host code keeps every kir scalar as a numpy scalar of its exact dtype
-(np.int8 ... np.float64, np.bool_) and runs under np.errstate(all="ignore"),
-so numpy's scalar arithmetic is the machine arithmetic kir.py names: ints
+(np.int8 ... np.float64, np.bool_); a function that computes with them runs
+under np.errstate(all="ignore") (host.py wraps its body), so numpy's scalar arithmetic is the machine arithmetic kir.py names: ints
 wrap, floats are IEEE. What numpy does not spell directly is here, with
 emit_llvm.py's values where kir.py leaves a case to the lowering (integer
 x / 0 = x, x % 0 = 0, MIN / -1 = MIN, x % -1 = 0). Casts and the C math
@@ -24,6 +24,7 @@ from ..kir_interp import bin_prim as _bin_prim, cast as _kcast, un_prim as _un_p
 i8, i16, i32, i64 = np.int8, np.int16, np.int32, np.int64
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
 f32, f64, b1 = np.float32, np.float64, np.bool_
+errstate = np.errstate
 TYPES = {t.value: t for t in ScalarType}
 
 
@@ -83,4 +84,4 @@ def padd(p, off):
 
 __all__ = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
            "fhex", "idiv", "irem", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "rint",
-           "isnan", "libm", "cast", "bitcast", "padd"]
+           "isnan", "libm", "cast", "bitcast", "padd", "errstate"]

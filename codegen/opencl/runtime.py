@@ -25,7 +25,7 @@
   allocates a minimal block, as kir.py says). Every block a call allocates
   goes back to the pool when the call ends, except those that became
   DeviceArrays: theirs go back when the DeviceArray is garbage-collected
-  (at the next call, or the next `get`; the finalizer only queues them, so
+  (at the next call, or the next `get`; DevMem.__del__ only queues them, so
   no pool operation ever runs outside the lock). The pool's held (free)
   blocks are released to the driver when an allocation fails (then it is
   tried again), when they exceed `hold_limit` at the end of a call
@@ -64,7 +64,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import weakref
 from typing import Optional
 
 import numpy as np
@@ -217,11 +216,23 @@ def release_held() -> None:
 
 
 class DevMem:
-    """One device allocation of `count` elements of `dtype`."""
-    __slots__ = ("buf", "dtype", "count", "__weakref__")
+    """One device allocation of `count` elements of `dtype`. `home`: the
+    Device whose pool gets the block back when this dies (set once it backs
+    a DeviceArray; a call's other blocks are released by the call)."""
+    __slots__ = ("buf", "dtype", "count", "home", "__weakref__")
 
     def __init__(self, buf, dtype: np.dtype, count: int):
         self.buf, self.dtype, self.count = buf, dtype, count
+        self.home = None
+
+    def __del__(self):
+        # any thread, any time (even at interpreter exit): only queue the block
+        home = self.home
+        if home is not None:
+            try:
+                home.graveyard.append(self.buf)
+            except Exception:
+                pass
 
     def __repr__(self) -> str:
         return f"DevMem({self.dtype}[{self.count}])"
@@ -356,10 +367,6 @@ class Device:
         self.pending.append(event)
         if len(self.pending) > _MAX_PENDING:
             self.sync()
-
-    def retire(self, buf):
-        """Called by a dead DeviceArray's finalizer (any thread, no lock)."""
-        self.graveyard.append(buf)
 
     def read(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """A host copy of device memory (waits for it)."""
@@ -700,19 +707,8 @@ def device_array(dev: Device, mem: DevMem, off: int, shape: tuple, dtype: np.dty
     """A DeviceArray over (mem, off) whose block returns to the pool when the
     last DeviceArray over it dies."""
     from pyshark.wrapper.device_array import DeviceArray
-    _track(dev, mem)
+    mem.home = dev
     return DeviceArray._make(dev, mem, off, shape, dtype)
-
-
-_tracked: "weakref.WeakSet" = weakref.WeakSet()
-
-
-def _track(dev: Device, mem: DevMem):
-    """Frees mem's block (through dev.retire) when mem dies; once per mem."""
-    if mem in _tracked:
-        return
-    _tracked.add(mem)
-    weakref.finalize(mem, dev.retire, mem.buf)
 
 
 __all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
