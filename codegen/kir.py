@@ -53,7 +53,7 @@ default). `Alloc` returns memory that the caller may later release with C
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from pyshark.core.types import BOOL, F32, F64, I8, I32, I64, ScalarType
@@ -520,6 +520,60 @@ def walk_stms(block: Block):
             yield from walk_stms(sb)
 
 
+def rename_expr(e: Expr, m: dict) -> Expr:
+    """e with every variable named in m (name -> KVar) replaced."""
+    if isinstance(e, KVar):
+        return m.get(e.name, e)
+    if isinstance(e, Bin):
+        return replace(e, x=rename_expr(e.x, m), y=rename_expr(e.y, m))
+    if isinstance(e, (Un, Cast)):
+        return replace(e, x=rename_expr(e.x, m))
+    if isinstance(e, Sel):
+        return Sel(rename_expr(e.cond, m), rename_expr(e.x, m), rename_expr(e.y, m))
+    if isinstance(e, Load):
+        return Load(rename_expr(e.ptr, m), rename_expr(e.index, m))
+    if isinstance(e, PtrAdd):
+        return PtrAdd(rename_expr(e.ptr, m), rename_expr(e.offset, m))
+    return e
+
+
+def rename_block(b: Block, m: dict) -> Block:
+    """b with every variable named in m replaced, where it is read and where
+    it is declared (Set/Alloc/loop/atomic targets). No ParFor inside."""
+    r = lambda e: rename_expr(e, m)  # noqa: E731
+    v = lambda x: m.get(x.name, x)   # noqa: E731
+
+    def stm(s: Stm) -> Stm:
+        if isinstance(s, Set):
+            return Set(v(s.var), r(s.value))
+        if isinstance(s, Store):
+            return Store(r(s.ptr), r(s.index), r(s.value))
+        if isinstance(s, Fail):
+            return Fail(s.kind, s.msg, tuple(r(a) for a in s.args))
+        if isinstance(s, If):
+            return If(r(s.cond), rename_block(s.then, m), rename_block(s.orelse, m))
+        if isinstance(s, While):
+            return While(r(s.cond), rename_block(s.body, m))
+        if isinstance(s, For):
+            return replace(s, var=v(s.var), lo=r(s.lo), hi=r(s.hi), body=rename_block(s.body, m))
+        if isinstance(s, Alloc):
+            return Alloc(v(s.var), r(s.count))
+        if isinstance(s, Free):
+            return Free(r(s.ptr))
+        if isinstance(s, CopyMem):
+            return CopyMem(r(s.dst), r(s.src), r(s.count))
+        if isinstance(s, AtomicUpdate):
+            return AtomicUpdate(r(s.ptr), r(s.index), v(s.old), r(s.value))
+        if isinstance(s, AtomicLoad):
+            return AtomicLoad(v(s.var), r(s.ptr), r(s.index))
+        if isinstance(s, LocalAlloc):
+            return LocalAlloc(v(s.var), s.count)
+        if isinstance(s, Barrier):
+            return s
+        raise TypeError(f"rename_block: unexpected {type(s).__name__}")
+    return Block(tuple(stm(s) for s in b.stms))
+
+
 def block_can_fail(block: Block) -> bool:
     """Whether a block can stop the entry with an error (a Fail, or an
     Alloc, which fails with MemoryError)."""
@@ -536,6 +590,6 @@ __all__ = [
     "AtomicLoad",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
-    "free_vars_of_block", "walk_stms", "block_can_fail", "check_module", "pretty_module",
+    "free_vars_of_block", "walk_stms", "block_can_fail", "rename_expr", "rename_block", "check_module", "pretty_module",
     "BOOL", "F32", "F64", "I8", "I32", "I64",
 ]

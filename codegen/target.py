@@ -26,6 +26,8 @@ class Target:
                                 # interchange); off on devices by default until the maps
                                 # it makes stop allocating per work-item (they run on
                                 # the host then: docs/opencl-backend.md)
+    coarsen: int = 1            # gpu: iterations per work-item of a streaming ParFor
+                                # (gpu/coarsen.py; 1: none)
 
     @property
     def gpu(self) -> bool:
@@ -36,11 +38,12 @@ MULTICORE = Target()
 
 
 def gpu_target(max_group: int, local_mem: int, atomics64: bool,
-               lookback: bool = True, flatten: bool = True) -> Target:
+               lookback: bool = True, flatten: bool = True, coarsen: int = 4) -> Target:
     """A gpu target for a device's limits: groups of 256 work-items (or the
     largest power of two the device allows), at most 32 KiB of local memory
     a group (half of what most GPUs have per compute unit, so two groups fit)."""
     g = 1
     while g * 2 <= min(256, max_group):
         g *= 2
-    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback, flatten)
+    return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback, flatten,
+                  max(1, coarsen))

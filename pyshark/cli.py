@@ -125,8 +125,7 @@ def _show_opencl(program, options, spec) -> int:
     """The OpenCL C program and the host module the opencl backend builds:
     for the device it would run on (its work-group and local memory
     limits), or a generic GPU target when there is no device."""
-    from pyshark.codegen.cpu.backend import build_kernels
-    from pyshark.codegen.opencl.backend import translate_kernels
+    from pyshark.codegen.opencl.backend import kernels_for
     from pyshark.codegen.target import gpu_target
     try:
         from pyshark.codegen.opencl import runtime
@@ -137,7 +136,7 @@ def _show_opencl(program, options, spec) -> int:
             print(f"pyshark show: {exc}", file=sys.stderr)
             return 2
         target, where = gpu_target(256, 32768, False), "no OpenCL device: a generic GPU target"
-    hp, meta, _ = translate_kernels(build_kernels(program, options, target=target))
+    hp, meta, _ = kernels_for(program, options, target)
     print(f"// OpenCL C for {where} ({len(meta)} kernels)")
     print(hp.cl_source)
     print(f"# host code (Python){'; ParFors run on the host: ' + str(hp.host_parfors) if hp.host_parfors else ''}")

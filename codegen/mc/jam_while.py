@@ -36,47 +36,6 @@ U = 16
 
 
 # ---------------------------------------------------------------------------
-# renaming
-
-
-def _rn_expr(e: K.Expr, m: dict) -> K.Expr:
-    if isinstance(e, K.KVar):
-        return m.get(e.name, e)
-    if isinstance(e, K.Bin):
-        return replace(e, x=_rn_expr(e.x, m), y=_rn_expr(e.y, m))
-    if isinstance(e, K.Un):
-        return replace(e, x=_rn_expr(e.x, m))
-    if isinstance(e, K.Cast):
-        return replace(e, x=_rn_expr(e.x, m))
-    if isinstance(e, K.Sel):
-        return K.Sel(_rn_expr(e.cond, m), _rn_expr(e.x, m), _rn_expr(e.y, m))
-    if isinstance(e, K.Load):
-        return K.Load(_rn_expr(e.ptr, m), _rn_expr(e.index, m))
-    if isinstance(e, K.PtrAdd):
-        return K.PtrAdd(_rn_expr(e.ptr, m), _rn_expr(e.offset, m))
-    return e
-
-
-def _rn_stm(s: K.Stm, m: dict) -> K.Stm:
-    r = lambda e: _rn_expr(e, m)  # noqa: E731
-    if isinstance(s, K.Set):
-        return K.Set(r(s.var), r(s.value))
-    if isinstance(s, K.Store):
-        return K.Store(r(s.ptr), r(s.index), r(s.value))
-    if isinstance(s, K.Fail):
-        return K.Fail(s.kind, s.msg, tuple(r(a) for a in s.args))
-    if isinstance(s, K.If):
-        return K.If(r(s.cond), _rn_block(s.then, m), _rn_block(s.orelse, m))
-    if isinstance(s, K.While):
-        return K.While(r(s.cond), _rn_block(s.body, m))
-    raise TypeError(f"jam_while: unexpected {type(s).__name__}")
-
-
-def _rn_block(b: K.Block, m: dict) -> K.Block:
-    return K.Block(tuple(_rn_stm(s, m) for s in b.stms))
-
-
-# ---------------------------------------------------------------------------
 # what qualifies
 
 
@@ -185,32 +144,32 @@ class _Jammer:
         base = K.Bin("add", lo, K.Bin("mul", b, K.KConst(U, I64)))
         for u, m in enumerate(maps):
             stms.append(K.Set(m[f.var.name], K.Bin("add", base, K.KConst(u, I64))))
-            stms += _rn_block(pre, m).stms
+            stms += K.rename_block(pre, m).stms
         anyv = self.fresh("jany", BOOL)
 
         def any_active():
             e = None
             for m in maps:
-                c = _rn_expr(w.cond, m)
+                c = K.rename_expr(w.cond, m)
                 e = c if e is None else K.Bin("or", e, c)
             return K.Set(anyv, e)
         stms.append(any_active())
         wbody: list = []
         for m in maps:
             act = self.fresh("jact", BOOL)
-            wbody.append(K.Set(act, _rn_expr(w.cond, m)))
+            wbody.append(K.Set(act, K.rename_expr(w.cond, m)))
             olds = []
             for v in carried:
                 o = self.fresh("jold", v.type)
                 wbody.append(K.Set(o, m[v.name]))
                 olds.append((m[v.name], o))
-            wbody += _rn_block(w.body, m).stms
+            wbody += K.rename_block(w.body, m).stms
             for x, o in olds:
                 wbody.append(K.Set(x, K.Sel(act, x, o)))
         wbody.append(any_active())
         stms.append(K.While(anyv, K.Block(tuple(wbody))))
         for m in maps:
-            stms += _rn_block(post, m).stms
+            stms += K.rename_block(post, m).stms
         out.append(K.For(b, K.KConst(0, I64), nb, K.Block(tuple(stms))))
         rest = K.Bin("add", lo, K.Bin("mul", nb, K.KConst(U, I64)))
         out.append(K.For(f.var, rest, f.hi, f.body))

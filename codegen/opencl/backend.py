@@ -47,14 +47,23 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def translate_kernels(kernels: K.Module):
+def kernels_for(program, options, target):
+    """What the opencl backend builds for a checked program and a gpu
+    target: translate_kernels of the shared lowering's kernel IR."""
+    from ..cpu.backend import build_kernels
+    return translate_kernels(build_kernels(program, options, target=target), target.coarsen)
+
+
+def translate_kernels(kernels: K.Module, coarsen: int = 1):
     """(host program, [kernel meta], the kernel IR spelled) of a kernel IR
-    module: allocations in ParFor bodies expanded (expand.py), then host code
-    and kernels (host.py, emit_cl.py); the meta are [name, [arg kinds],
-    can_fail, group size or None] per kernel."""
+    module: allocations in ParFor bodies expanded (expand.py), streaming
+    ParFors coarsened by `coarsen` (gpu/coarsen.py), then host code and
+    kernels (host.py, emit_cl.py); the meta are [name, [arg kinds], can_fail,
+    group size or None] per kernel."""
+    from ..gpu.coarsen import coarsen_parfors
     from .expand import expand_allocations
     from .host import translate
-    kernels = expand_allocations(kernels)
+    kernels = coarsen_parfors(expand_allocations(kernels), coarsen)
     K.check_module(kernels)
     hp = translate(kernels)
     meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail,
@@ -236,11 +245,9 @@ class OpenCLBackend(Backend):
         return bool(dev.type & runtime.device().cl.device_type.GPU)
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        from ..cpu.backend import abi_of, build_kernels
-        from . import runtime
+        from ..cpu.backend import abi_of
         program = translate_and_check(path)
-        kernels = build_kernels(program, self.options, target=self.device().target())
-        hp, meta, kernels = translate_kernels(kernels)
+        hp, meta, kernels = kernels_for(program, self.options, self.device().target())
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)
         (directory / HOST_FILE).write_text(hp.py_source)
@@ -256,7 +263,6 @@ class OpenCLBackend(Backend):
                          "kir": KIR_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
-        from . import runtime
         from .emit_cl import uses_f64
         directory = Path(directory)
         files = manifest["files"]

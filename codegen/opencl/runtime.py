@@ -292,10 +292,12 @@ class Device:
         # PYSHARK_OPENCL_FLATTEN=1: the maps it makes of LocVolCalib still
         # allocate per work-item and run on the host (slower than before).
         flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "0") == "1"
+        # iterations per work-item of streaming kernels (gpu/coarsen.py; 1: off)
+        coarsen = int(os.environ.get("PYSHARK_OPENCL_COARSEN", "4"))
         return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions,
-                          lookback=lookback, flatten=flatten)
+                          lookback=lookback, flatten=flatten, coarsen=coarsen)
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,

@@ -42,12 +42,13 @@ class Built:
     numpy scalars for scalars. Returns None or (code, msg, args) (the first
     failure)."""
 
-    def __init__(self, m: K.Module):
+    def __init__(self, m: K.Module, coarsen: int = 1):
         from pyshark.codegen.opencl.backend import translate_kernels
         self.runtime = runtime_or_skip()
         K.check_module(m)
         self.module = m
-        self.host, meta, self.spelled = translate_kernels(m)   # spelled: after expand.py
+        # spelled: after expand.py (and coarsen.py)
+        self.host, meta, self.spelled = translate_kernels(m, coarsen)
         K.check_module(m)           # messages the translation added keep it valid
         self.dev = self.runtime.device()
         self.kernels = []
@@ -89,8 +90,8 @@ class Built:
         return res
 
 
-def build(m: K.Module) -> Built:
-    return Built(m)
+def build(m: K.Module, coarsen: int = 1) -> Built:
+    return Built(m, coarsen)
 
 
 def np_same(a: np.ndarray, b: np.ndarray) -> bool:
