@@ -106,7 +106,7 @@ class _Caller:
         self.device_arrays = device_arrays
         self.convs = [self._scalar_param(dt) if r == 0 else self._array_param(dt)
                       for dt, r in self.params]
-        self.plain_output = not device_arrays and self.flat.scalar_result
+        self.plain_output = self.flat.scalar_result      # one scalar: nothing to keep or unflatten
 
     @staticmethod
     def _scalar_param(dt):
