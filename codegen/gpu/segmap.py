@@ -66,6 +66,10 @@ from .common import can_fail, group_size, trial
 def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     if lw.in_par or not lw.options.parallel:
         return None
+    from .tile2d import tiled_map_map_reduce       # (it imports this module's tables)
+    done = tiled_map_map_reduce(lw, e, env, stm)
+    if done is not None:
+        return done
     done = tiled_map_reduce(lw, e, env, stm)
     if done is not None:
         return done
