@@ -151,10 +151,10 @@ def _match(lw: Lowerer, e: ir.Map, env):
                                                          and wd.name not in hosted)):
             return None
     G = group_size(lw)
-    tx = 1 << ((_log2(G) + 1) // 2)
-    ty = G // tx
-    if G <= 0 or G & (G - 1) or tx * ty != G:
+    if G <= 0 or G & (G - 1):
         return None
+    tx = 1 << ((_log2(G) + 1) // 2)         # TY x TX work-items, TX >= TY
+    ty = G // tx
     bm, bn = R * ty, R * tx
     budget = lw.options.target.local_mem
     tk = next((t for t in TKS if (bm * X.elem.dtype.itemsize + bn * Y.elem.dtype.itemsize)
@@ -225,12 +225,13 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             last_i, last_j = lw.let("li", S.b("sub", n, ONE)), lw.let("lj", S.b("sub", m, ONE))
             ci = [lw.let("i", K.Sel(S.b("lt", r, n), r, last_i)) for r in rows]
             cj = [lw.let("j", K.Sel(S.b("lt", c, m), c, last_j)) for c in cols]
+            rowv = [elements(lw, [X], i)[0] for i in ci]
+            colv = [elements(lw, [Y], j)[0] for j in cj]
             envs = {}
             for a in range(R):
                 for b in range(R):
                     ev = dict(henv)
-                    ev[p.row] = elements(lw, [X], ci[a])[0]
-                    ev[p.col] = elements(lw, [Y], cj[b])[0]
+                    ev[p.row], ev[p.col] = rowv[a], colv[b]
                     for s in p.item1 + p.item2:
                         for v, val in zip(s.pat, lw.lower_exp(s, ev)):
                             ev[v.name] = val
@@ -244,32 +245,36 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             yoff = [lw.let("yo", S.b("mul", S.b("add", tx, _c(p.tx * b)), _c(stride)))
                     for b in range(R)]
 
-            def load(tile, arr: Arr, rows_in_block: int, base, last, k0, whole):
-                total = rows_in_block * tk
+            def places(arr: Arr, rows_in_block: int, base, last) -> list:
+                """This work-item's elements of a tile: [(guard or None,
+                column, local offset, global offset at k = 0)]; consecutive
+                work-items take consecutive k (coalesced), a row past the
+                edge reads the last row."""
+                out, total = [], rows_in_block * tk
                 for q in range((total + G - 1) // G):
                     el = lw.let("el", S.b("add", lid, _c(G * q)))
                     r = lw.let("lr", S.b("shr", el, _c(_log2(tk))))
                     c = lw.let("lc", S.b("and", el, _c(tk - 1)))
                     g = lw.let("gr", S.b("add", base, r))
                     g = lw.let("gr", K.Sel(S.b("le", g, last), g, last))
-                    kx = lw.let("kx", S.b("add", k0, c))
-                    with lw.block() as st:
-                        src = S.b("add", S.b("mul", g, arr.shape[1]), kx)
-                        lw.emit(K.Store(tile, S.b("add", S.b("mul", r, _c(stride)), c),
-                                        K.Load(arr.data, src)))
-                    cond = None if whole else S.b("lt", kx, kw)
-                    if total % G:
-                        lim = S.b("lt", el, _c(total))
+                    out.append((S.b("lt", el, _c(total)) if total % G else None, c,
+                                lw.let("lo", S.b("add", S.b("mul", r, _c(stride)), c)),
+                                lw.let("go", S.b("add", S.b("mul", g, arr.shape[1]), c))))
+                return out
+            xplaces = places(X, bm, i0, last_i)
+            yplaces = places(Y, bn, j0, last_j)
+
+            def load(tile, arr: Arr, where, k0, whole):
+                for lim, c, lo, go in where:
+                    st = K.Store(tile, lo, K.Load(arr.data, S.b("add", go, k0)))
+                    cond = None if whole else S.b("lt", S.b("add", k0, c), kw)
+                    if lim is not None:
                         cond = lim if cond is None else S.land(lim, cond)
-                    if cond is None:
-                        for s in st[0].stms:
-                            lw.emit(s)
-                    else:
-                        lw.emit(K.If(cond, st[0]))
+                    lw.emit(st if cond is None else K.If(cond, K.Block((st,))))
 
             def chunk(k0, cnt, whole):
-                load(xt, X, bm, i0, last_i, k0, whole)
-                load(yt, Y, bn, j0, last_j, k0, whole)
+                load(xt, X, xplaces, k0, whole)
+                load(yt, Y, yplaces, k0, whole)
                 lw.emit(K.Barrier())
 
                 def step(kk):
