@@ -4,8 +4,9 @@
 and the k chunk, empty outputs and k = 0, f32 / f64 / wrapping i32, other
 operators (max of products, min of differences with the inner map's arrays
 swapped), a prefix and a suffix, the ShapeError of rows of other lengths,
-other group sizes; and the kernel IR (one work-group ParFor with local
-memory where it applies, none where it declines)."""
+other group sizes; transpose through local memory (gpu/transpose.py); and
+the kernel IR (one work-group ParFor with local memory where it applies,
+none where it declines)."""
 from __future__ import annotations
 
 from functools import lru_cache
@@ -82,6 +83,22 @@ def div_sum(a: I64s, c: I64s) -> I64s:
     """g can fail (ZeroDivisionError): declined, the flat nest."""
     return ps.map(lambda row: ps.map(lambda col: ps.reduce(
         lambda x, y: x + y, 0, ps.map(lambda u, v: u // v, row, col)), c), a)
+
+
+@ps.entry
+def transpose_i32(a: I32s) -> I32s:
+    return ps.transpose(a)
+
+
+@ps.entry
+def transpose_bool(a: ps.Array[ps.Array[bool]]) -> ps.Array[ps.Array[bool]]:
+    return ps.transpose(a)
+
+
+@ps.entry
+def transpose3(a: ps.Array[ps.Array[ps.Array[ps.f64]]]) -> ps.Array[ps.Array[ps.Array[ps.f64]]]:
+    """Rank 3: declined, the shared cache-blocked copy."""
+    return ps.transpose(a)
 
 
 @ps.entry
@@ -194,6 +211,14 @@ def test_other_group_sizes(source, group):
         _both(source, "matmul", a, b, group=group)
 
 
+@pytest.mark.parametrize("n,m", [(0, 5), (5, 0), (1, 1), (31, 33), (64, 65), (100, 3)])
+def test_transpose(source, n, m):
+    a = rng.integers(-2 ** 31, 2 ** 31 - 1, (n, m), dtype=np.int32)
+    assert np.array_equal(_both(source, "transpose_i32", a), a.T)
+    _both(source, "transpose_bool", a > 0)
+    _both(source, "transpose3", rng.standard_normal((n, m, 2)))
+
+
 # -- the kernel IR ------------------------------------------------------------
 
 def _kernels(path, target):
@@ -217,7 +242,9 @@ TILED = ["matmul", "matmul_nt", "matmul_i32", "affine_f64", "max_prod", "min_dif
 def test_kernel_ir(source):
     fns = _kernels(source, gpu_target(256, 65536, True))
     for name in TILED:
-        (g,) = _groups(fns[name])
+        # a transpose (below) is a work-group kernel of one local array
+        (g,) = [g for g in _groups(fns[name])
+                if sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) != 1]
         assert g.group_size == 256, name
         allocs = [s for s in g.body.stms if isinstance(s, K.LocalAlloc)]
         assert len(allocs) == 2, name
@@ -229,12 +256,18 @@ def test_kernel_ir(source):
     for name in ("div_sum", "row_scaled"):
         assert not any(isinstance(s, K.LocalAlloc) for g in _groups(fns[name])
                        for s in g.body.stms), name
+    # transpose: one work-group kernel with a 32 x 33 tile; rank 3 declines
+    for name in ("transpose_i32", "transpose_bool"):
+        (g,) = _groups(fns[name])
+        assert [s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)] == [32 * 33]
+    assert not _groups(fns["transpose3"])
     # groups of 128 work-items: 8 x 16 of them, a 32 x 64 block
     small = _kernels(source, gpu_target(128, 65536, True))
-    (g,) = _groups(small["matmul"])
-    assert g.group_size == 128
+    (tr, g) = _groups(small["matmul"])
+    assert g.group_size == tr.group_size == 128
     assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [32 * 33,
                                                                                    64 * 33]
-    # too little local memory even for TK = 8: declined
-    tiny = _kernels(source, gpu_target(256, 2048, True))
-    assert not _groups(tiny["matmul"])
+    # too little local memory even for TK = 8 (4608 bytes): declined (the
+    # transpose's 32 x 33 tile, 4224 bytes, still fits)
+    tiny = _kernels(source, gpu_target(256, 4400, True))
+    assert len(_groups(tiny["matmul"])) == 1
