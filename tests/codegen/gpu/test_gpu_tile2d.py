@@ -3,7 +3,7 @@
 4 x 4 register blocks), against Python mode: sizes around the 64 x 64 block
 and the k chunk, empty outputs and k = 0, f32 / f64 / wrapping i32, other
 operators (max of products, min of differences with the inner map's arrays
-swapped), a prefix and a suffix, the ShapeError of rows of other lengths,
+swapped), a prefix and a suffix, per-element statements (unsafe), the ShapeError of rows of other lengths,
 other group sizes; transpose through local memory (gpu/transpose.py); and
 the kernel IR (one work-group ParFor with local memory where it applies,
 none where it declines)."""
@@ -86,6 +86,19 @@ def div_sum(a: I64s, c: I64s) -> I64s:
 
 
 @ps.entry
+def scaled(a: M32, b: M32) -> M32:
+    """Per-element statements (row[0], col[1]): tiled when unsafe drops
+    their index checks, declined otherwise."""
+    bt = ps.transpose(b)
+
+    def one(row: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+        h = row[0]
+        return ps.map(lambda col: ps.reduce(lambda x, y: x + y, ps.f32(0),
+                                            ps.map(lambda u, v: u * v * h, row, col)) - col[1], bt)
+    return ps.map(one, a)
+
+
+@ps.entry
 def transpose_i32(a: I32s) -> I32s:
     return ps.transpose(a)
 
@@ -126,12 +139,12 @@ def source(tmp_path_factory):
 
 
 @lru_cache(maxsize=None)
-def _wrapper(path: str, backend: str, group: str = ""):
+def _wrapper(path: str, backend: str, group: str = "", unsafe: bool = False):
     mp = pytest.MonkeyPatch()
     if group:
         mp.setenv("PYSHARK_OPENCL_GROUP", group)
     try:
-        w = Wrapper(backend=backend)
+        w = Wrapper(backend=backend, unsafe=True) if unsafe else Wrapper(backend=backend)
         w.add_source_file(path)
         w.compile_and_load()
     finally:
@@ -139,13 +152,13 @@ def _wrapper(path: str, backend: str, group: str = ""):
     return w
 
 
-def _both(source, entry, *args, group=""):
+def _both(source, entry, *args, group="", unsafe=False):
     """The entry's outcome on opencl and in Python mode: equal values
     (floats within assert_close's default tolerance, ints exactly), or the
     same exception type."""
     got = want = None
     try:
-        got = getattr(_wrapper(source, "opencl", group), entry)(*args)
+        got = getattr(_wrapper(source, "opencl", group, unsafe), entry)(*args)
     except Exception as exc:          # noqa: BLE001
         got = exc
     try:
@@ -204,6 +217,13 @@ def test_declined_shapes_still_compute(source):
         _both(source, "row_scaled", a, b.T.copy())
 
 
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_per_element_statements(source, unsafe):
+    for n, k, m in [(1, 2, 1), (70, 33, 66), (5, 40, 130)]:
+        a, b = _mats(n, k, m, np.float32)
+        _both(source, "scaled", a, b, unsafe=unsafe)
+
+
 @pytest.mark.parametrize("group", ["128", "64"])
 def test_other_group_sizes(source, group):
     for n, k, m in [(1, 1, 1), (33, 40, 65), (70, 17, 9)]:
@@ -221,14 +241,14 @@ def test_transpose(source, n, m):
 
 # -- the kernel IR ------------------------------------------------------------
 
-def _kernels(path, target):
+def _kernels(path, target, unsafe=False):
     from pyshark.codegen.cpu.backend import build_kernels
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
     from pyshark.wrapper.backend import Options
     program = translate_file(path)
     check_program(program)
-    m = build_kernels(program, Options(), target=target)
+    m = build_kernels(program, Options(unsafe=unsafe), target=target)
     return {f.name.removeprefix("pyshark_"): f for f in m.functions}
 
 
@@ -253,9 +273,12 @@ def test_kernel_ir(source):
                                              else {64 * 33}), name
         assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 4, name
         assert not any(isinstance(s, K.Fail) for s in K.walk_stms(g.body)), name
-    for name in ("div_sum", "row_scaled"):
-        assert not any(isinstance(s, K.LocalAlloc) for g in _groups(fns[name])
-                       for s in g.body.stms), name
+    for name in ("div_sum", "row_scaled", "scaled"):     # no tiled product
+        assert all(sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) == 1
+                   for g in _groups(fns[name])), name
+    unsafe = _kernels(source, gpu_target(256, 65536, True), unsafe=True)
+    assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms)
+            for g in _groups(unsafe["scaled"])] == [1, 2]
     # transpose: one work-group kernel with a 32 x 33 tile; rank 3 declines
     for name in ("transpose_i32", "transpose_bool"):
         (g,) = _groups(fns[name])
