@@ -49,6 +49,7 @@ from ..lower import Arr, Lowerer, Scope
 from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
 from ..usage import free_vars, use_counts
 from .common import can_fail, group_size, trial
+from .segmap import _HOSTABLE, _PER_ITEM       # (segmap imports this module lazily)
 
 R = 4                   # register block: R x R outputs per work-item
 TKS = (32, 16, 8)       # k-chunk lengths, the longest that fits in local memory
@@ -66,7 +67,6 @@ def _split(stms, dep: set, sized: set, host: list, item: list) -> bool:
     """Sorts prefix statements into element-invariant (host) and per-element
     (item) ones, growing `dep`; False when one may not run in either place.
     A size of an array in `sized` (a row of X or Y) is element-invariant."""
-    from .segmap import _HOSTABLE, _PER_ITEM
     for s in stms:
         fv = free_vars(s.exp)
         scalar = all_scalar([v.type for v in s.pat])
@@ -121,7 +121,6 @@ def _match(lw: Lowerer, e: ir.Map, env):
     if not _split(lam.body.stms[:-1], dep, {row}, host1, item1):
         return None
     stms = il.body.stms
-    from .segmap import _HOSTABLE, _PER_ITEM
     soacs = [j for j, s in enumerate(stms) if not isinstance(s.exp, _PER_ITEM + _HOSTABLE)]
     if len(soacs) != 2 or soacs[1] != soacs[0] + 1:
         return None
@@ -142,7 +141,8 @@ def _match(lw: Lowerer, e: ir.Map, env):
     ys = stms[k].pat[0].name
     counts = use_counts(il.body)
     if ([a.name for a in red.arrs] != [ys] or counts.get(ys, 0) != 1
-            or any(isinstance(a, ir.Var) and a.name == ys for a in red.neutral)):
+            or any(isinstance(a, ir.Var) and a.name == ys for a in red.neutral)
+            or ys in free_vars(red.lam)):
         return None
     inside = dep | {v.name for s in stms for v in s.pat}
     hosted = {v.name for s in host1 + host2 for v in s.pat}
