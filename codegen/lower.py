@@ -425,7 +425,8 @@ class Lowerer:
         if h is None:
             from . import lower_arrays
             h = lower_arrays.HANDLERS.get(type(e))
-        if h is None and self.options.target.gpu and not self.in_par:
+        if self.options.target.gpu and not self.in_par:
+            # a gpu/ handler (SOACs, transpose) goes first; None: the shared one
             from .gpu import SOAC_HANDLERS as GPU_HANDLERS
             g = GPU_HANDLERS.get(type(e))
             done = g(self, e, env, stm) if g is not None else None

@@ -16,9 +16,12 @@ from .segmap import lower_map  # noqa: E402
 from .seghist import lower_reduce_by_index  # noqa: E402
 from .segred import lower_reduce  # noqa: E402
 from .segscan import lower_scan  # noqa: E402
+from .transpose import lower_transpose  # noqa: E402
 
 SOAC_HANDLERS[_ir.ReduceByIndex] = lower_reduce_by_index
 SOAC_HANDLERS[_ir.Map] = lower_map
 SOAC_HANDLERS[_ir.Reduce] = lower_reduce
 SOAC_HANDLERS[_ir.Scan] = lower_scan
 SOAC_HANDLERS[_ir.Filter] = lower_filter
+# not a SOAC, but a copy that the shared lowering does with strided accesses
+SOAC_HANDLERS[_ir.Transpose] = lower_transpose

@@ -4,7 +4,9 @@ local-memory tiling.
 
 Three shapes, tried in order; anything else declines (None) before emitting
 a statement, and the multicore segmap (codegen/mc/segmap.py), which is
-correct on any device, lowers it.
+correct on any device, lowers it. Before them, a map of a map of a
+reduction over the rows of two matrices (matmul) is tried by gpu/tile2d.py
+(2-D tiling with register blocks).
 
 1. Map of a reduction over a shared array (tiled). The map's function is
        prefix; ys' = map(g, ys1, ..., ysK); r = reduce(op, ne, ys'); suffix
@@ -66,6 +68,10 @@ from .common import can_fail, group_size, trial
 def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     if lw.in_par or not lw.options.parallel:
         return None
+    from .tile2d import tiled_map_map_reduce       # (it imports this module's tables)
+    done = tiled_map_map_reduce(lw, e, env, stm)
+    if done is not None:
+        return done
     done = tiled_map_reduce(lw, e, env, stm)
     if done is not None:
         return done

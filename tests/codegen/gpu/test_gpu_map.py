@@ -333,10 +333,11 @@ def test_unsafe_drops_the_check_that_kept_it_untiled(source, kernels):
     assert any(p.group_size is not None for p in _parfors(unsafe, "lookups"))
 
 
-def test_nbody_is_tiled_and_matmul_flat():
+def test_nbody_and_matmul_are_tiled():
     nb = _kernels(ROOT / "benchmarks" / "programs" / "nbody.py")
     assert sum(p.group_size is not None for p in _parfors(nb, "nbody_step")) == 1
     mm = _kernels(ROOT / "benchmarks" / "programs" / "matmul.py")
-    pfs = [p for p in _parfors(mm, "matmul") if p.group_size is None]
-    # the product: one work-item per output element with its dot-product loop
-    assert any(len(_loops(p.body)) == 1 for p in pfs)
+    # the product: one 2-D tiled work-group kernel (gpu/tile2d.py; its own
+    # tests are in test_gpu_tile2d.py), after the transpose's (gpu/transpose.py)
+    groups = [p for p in _parfors(mm, "matmul") if p.group_size is not None]
+    assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) for g in groups] == [1, 2]

@@ -1,0 +1,318 @@
+"""A map of a map of a reduction over the rows of two matrices (matmul) on a
+GPU: two-dimensional local-memory tiling with register blocking.
+
+The shape (after inlining and fusion; segmap.lower_map tries it first):
+    out = map(\\row. pre1; map(\\col. pre2; ys = map(g, row, col);
+                                r = reduce(op, ne, ys); suffix), Y), X)
+where X and Y are rank-2 arrays bound outside the nest, row and col their
+rows, g reads its two arrays (row and col, in either order) at its own index
+only, and each function returns one scalar. The prefixes may hold
+element-invariant scalar code (sizes, asserts, arithmetic: run once on the
+host before the launch, under `n > 0` and `n > 0 and m > 0`, as Python mode
+runs them at the first element) and per-element code that cannot fail; the
+suffix is per-element scalar code. Anything else declines (None) before
+emitting a statement, and segmap's other shapes (a flat 2-D nest) lower it.
+
+The algorithm is the classic register-blocked SGEMM tiling (Volkov and
+Demmel, "Benchmarking GPUs to tune dense linear algebra", SC 2008; the
+CUDA SGEMM tutorials' "2-D blocktiling", e.g. Boehm, "How to optimize a
+CUDA matmul kernel", 2022): a work-group of TY x TX work-items (16 x 16 for
+groups of 256) computes a block of R*TY x R*TX outputs (64 x 64), each
+work-item an R x R register block (R = 4: rows ty + TY*a, columns
+tx + TX*b, so a row of a block is stored by consecutive work-items). The k
+dimension is walked in chunks of TK: the group copies X[i0:i0+64, k0:k0+TK]
+and Y[j0:j0+64, k0:k0+TK] into local memory (consecutive work-items read
+consecutive k: coalesced; local rows padded to TK+1 against bank
+conflicts), a barrier, each work-item folds kk = 0..TK-1 reading R values of
+each tile into registers (R*R applications of g and op per R+R loads), a
+barrier. Every output element is folded in index order over k, chunk after
+chunk, from the neutral element: the same association as the sequential
+fold (as gpu/segmap.py's n-body tiling). Rows and columns past the edge
+load a valid (clamped) row and store nothing; the last partial chunk loads
+and folds only what is left.
+
+A work-group kernel may not fail: the width checks (Python mode's
+ShapeError when row and col differ in length) run on the host before the
+launch; a body that can still fail (an index, an integer division)
+declines.
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from pyshark.core import ir
+from pyshark.core.types import I64
+
+from .. import kir as K
+from .. import scalar as S
+from ..lower import Arr, Lowerer, Scope
+from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
+from ..usage import free_vars, use_counts
+from .common import can_fail, group_size, trial
+from .segmap import _HOSTABLE, _PER_ITEM       # (segmap imports this module lazily)
+
+R = 4                   # register block: R x R outputs per work-item
+TKS = (32, 16, 8)       # k-chunk lengths, the longest that fits in local memory
+
+
+def _c(v: int) -> K.KConst:
+    return S.const(v, I64)
+
+
+def _log2(v: int) -> int:
+    return v.bit_length() - 1
+
+
+def _split(stms, dep: set, sized: set, host: list, item: list) -> bool:
+    """Sorts prefix statements into element-invariant (host) and per-element
+    (item) ones, growing `dep`; False when one may not run in either place.
+    A size of an array in `sized` (a row of X or Y) is element-invariant."""
+    for s in stms:
+        fv = free_vars(s.exp)
+        scalar = all_scalar([v.type for v in s.pat])
+        if isinstance(s.exp, ir.Size) and s.exp.arr.name in sized:
+            host.append(s)
+        elif isinstance(s.exp, _HOSTABLE) and scalar and not (fv & dep):
+            host.append(s)
+        elif isinstance(s.exp, _PER_ITEM):
+            item.append(s)
+            dep |= {v.name for v in s.pat}
+        else:
+            return False
+    return True
+
+
+def _match(lw: Lowerer, e: ir.Map, env):
+    """The parts of the shape (module docstring), or None."""
+    lam = e.lam
+    if len(e.arrs) != 1 or len(lam.params) != 1 or len(lam.ret) != 1 or not lam.body.stms:
+        return None
+    X = env.get(e.arrs[0].name)
+    if not isinstance(X, Arr) or X.rank != 2:
+        return None
+    last = lam.body.stms[-1]
+    inner = last.exp
+    res = lam.body.result
+    if (not isinstance(inner, ir.Map) or len(last.pat) != 1 or len(res) != 1
+            or not isinstance(res[0], ir.Var) or res[0].name != last.pat[0].name):
+        return None
+    il = inner.lam
+    if len(inner.arrs) != 1 or len(il.params) != 1 or len(il.ret) != 1 or not all_scalar(il.ret):
+        return None
+    row, col = lam.params[0].name, il.params[0].name
+    outer_bound = {v.name for s in lam.body.stms for v in s.pat} | {row}
+    Y = env.get(inner.arrs[0].name)
+    if inner.arrs[0].name in outer_bound or not isinstance(Y, Arr) or Y.rank != 2:
+        return None
+    # the inner width: known on the host before the nest (it shapes the output)
+    w = inner.width
+    sizes = {s.pat[0].name: s.exp for s in lam.body.stms[:-1] if isinstance(s.exp, ir.Size)}
+    if isinstance(w, ir.Const):
+        m = _c(w.value)
+    elif w.name not in outer_bound and isinstance(env.get(w.name), (K.KVar, K.KConst)):
+        m = env[w.name]
+    elif w.name in sizes and isinstance(env.get(sizes[w.name].arr.name), Arr) \
+            and sizes[w.name].arr.name not in outer_bound:
+        m = env[sizes[w.name].arr.name].shape[sizes[w.name].dim]
+    else:
+        return None
+    host1, item1, host2, item2 = [], [], [], []
+    dep = {row}
+    if not _split(lam.body.stms[:-1], dep, {row}, host1, item1):
+        return None
+    stms = il.body.stms
+    soacs = [j for j, s in enumerate(stms) if not isinstance(s.exp, _PER_ITEM + _HOSTABLE)]
+    if len(soacs) != 2 or soacs[1] != soacs[0] + 1:
+        return None
+    k = soacs[0]
+    mp, red = stms[k].exp, stms[k + 1].exp
+    if not (isinstance(mp, ir.Map) and isinstance(red, ir.Reduce)):
+        return None
+    dep |= {col}
+    if not _split(stms[:k], dep, {row, col}, host2, item2):
+        return None
+    if any(not isinstance(s.exp, _PER_ITEM) for s in stms[k + 2:]):
+        return None
+    names = [a.name for a in mp.arrs]
+    if len(names) != 2 or sorted(names) != sorted([row, col]):
+        return None
+    if len(mp.lam.ret) != 1 or len(red.lam.ret) != 1 or not all_scalar(red.lam.ret):
+        return None
+    ys = stms[k].pat[0].name
+    counts = use_counts(il.body)
+    if ([a.name for a in red.arrs] != [ys] or counts.get(ys, 0) != 1
+            or any(isinstance(a, ir.Var) and a.name == ys for a in red.neutral)
+            or ys in free_vars(red.lam)):
+        return None
+    inside = dep | {v.name for s in stms for v in s.pat}
+    hosted = {v.name for s in host1 + host2 for v in s.pat}
+    for wd in (mp.width, red.width):
+        if isinstance(wd, ir.Var) and (wd.name in dep or (wd.name in inside | outer_bound
+                                                         and wd.name not in hosted)):
+            return None
+    G = group_size(lw)
+    if G <= 0 or G & (G - 1):
+        return None
+    tx = 1 << ((_log2(G) + 1) // 2)         # TY x TX work-items, TX >= TY
+    ty = G // tx
+    bm, bn = R * ty, R * tx
+    budget = lw.options.target.local_mem
+    tk = next((t for t in TKS if (bm * X.elem.dtype.itemsize + bn * Y.elem.dtype.itemsize)
+               * (t + 1) <= budget), None)
+    if tk is None:
+        return None
+    return SimpleNamespace(X=X, Y=Y, m=m, row=row, col=col, host1=host1, item1=item1,
+                           host2=host2, item2=item2, k=k, mp=mp, red=red, inner=inner,
+                           G=G, tx=tx, ty=ty, bm=bm, bn=bn, tk=tk,
+                           swap=names[0] == col)
+
+
+def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
+    p = _match(lw, e, env)
+    if p is None:
+        return None
+    lam, il = e.lam, p.inner.lam
+    X, Y, G, tk, bm, bn = p.X, p.Y, p.G, p.tk, p.bm, p.bn
+    n = lw.scalar(e.width, env)
+    saved = (lw.live, lw.rest, lw.body_counts)
+    lw.scopes.append(Scope(frame=lw.frame))
+    try:
+        with lw.block() as pre:
+            arrs = [lw.array(a, env) for a in e.arrs]
+            check_width(lw, n, e.arrs, arrs, stm.loc, "map")
+            m = p.m
+            nr = lw.let("nr", K.Sel(S.b("gt", n, ZERO), m, ZERO))
+        # the rows' sizes for the host statements (which read no memory)
+        henv = dict(env)
+        henv[p.row] = Arr(X.base, X.data, X.shape[1:], X.elem, X.aliases)
+        henv[p.col] = Arr(Y.base, Y.data, Y.shape[1:], Y.elem, Y.aliases)
+        with lw.block() as outer:           # under n > 0: row 0's statements
+            for s in p.host1:
+                for v, val in zip(s.pat, lw.lower_exp(s, henv)):
+                    henv[v.name] = val
+            check_width(lw, m, p.inner.arrs, [Y], stm.loc, "map")
+        with lw.block() as guarded:         # under m > 0: element (0, 0)'s
+            for s in p.host2:
+                for v, val in zip(s.pat, lw.lower_exp(s, henv)):
+                    henv[v.name] = val
+            kw = lw.scalar(p.mp.width, henv)
+            rw = lw.scalar(p.red.width, henv)
+            check_width(lw, kw, p.mp.arrs, [henv[a.name] for a in p.mp.arrs], stm.loc, "map")
+            check_width(lw, rw, p.red.arrs, [SimpleNamespace(shape=(kw,))], stm.loc, "reduce")
+            full = lw.let("ft", S.b("shr", kw, _c(_log2(tk))))      # whole chunks
+            tail = lw.let("tl", S.b("sub", kw, S.b("shl", full, _c(_log2(tk)))))
+            nbj = lw.let("nbj", S.b("shr", S.b("add", m, _c(bn - 1)), _c(_log2(bn))))
+            nbi = lw.let("nbi", S.b("shr", S.b("add", n, _c(bm - 1)), _c(_log2(bm))))
+            count = lw.let("gw", S.b("mul", S.b("mul", nbi, nbj), _c(G)))
+        out_ptr = lw.var("map", K.Ptr(il.ret[0]))
+        gi = lw.var("gi", I64)
+
+        def kernel():
+            stride = tk + 1
+            xt = lw.var("xt", K.Ptr(X.elem, "local"))
+            yt = lw.var("yt", K.Ptr(Y.elem, "local"))
+            lw.emit(K.LocalAlloc(xt, bm * stride))
+            lw.emit(K.LocalAlloc(yt, bn * stride))
+            lid = lw.let("lid", K.LocalId())
+            ty = lw.let("ty", S.b("shr", lid, _c(_log2(p.tx))))
+            tx = lw.let("tx", S.b("and", lid, _c(p.tx - 1)))
+            grp = lw.let("grp", K.GroupId())
+            bi = lw.let("bi", K.Bin("div", grp, nbj))
+            i0 = lw.let("i0", S.b("mul", bi, _c(bm)))
+            j0 = lw.let("j0", S.b("mul", S.b("sub", grp, S.b("mul", bi, nbj)), _c(bn)))
+            rows = [lw.let("ri", S.b("add", i0, S.b("add", ty, _c(p.ty * a)))) for a in range(R)]
+            cols = [lw.let("cj", S.b("add", j0, S.b("add", tx, _c(p.tx * b)))) for b in range(R)]
+            last_i, last_j = lw.let("li", S.b("sub", n, ONE)), lw.let("lj", S.b("sub", m, ONE))
+            ci = [lw.let("i", K.Sel(S.b("lt", r, n), r, last_i)) for r in rows]
+            cj = [lw.let("j", K.Sel(S.b("lt", c, m), c, last_j)) for c in cols]
+            rowv = [elements(lw, [X], i)[0] for i in ci]
+            colv = [elements(lw, [Y], j)[0] for j in cj]
+            envs = {}
+            for a in range(R):
+                for b in range(R):
+                    ev = dict(henv)
+                    ev[p.row], ev[p.col] = rowv[a], colv[b]
+                    for s in p.item1 + p.item2:
+                        for v, val in zip(s.pat, lw.lower_exp(s, ev)):
+                            ev[v.name] = val
+                    envs[a, b] = ev
+            accs = {}
+            for ab, ev in envs.items():
+                accs[ab] = lw.var("acc", p.red.lam.ret[0])
+                lw.emit(K.Set(accs[ab], lw.atom(p.red.neutral[0], ev)))
+            xoff = [lw.let("xo", S.b("mul", S.b("add", ty, _c(p.ty * a)), _c(stride)))
+                    for a in range(R)]
+            yoff = [lw.let("yo", S.b("mul", S.b("add", tx, _c(p.tx * b)), _c(stride)))
+                    for b in range(R)]
+
+            def places(arr: Arr, rows_in_block: int, base, last) -> list:
+                """This work-item's elements of a tile: [(guard or None,
+                column, local offset, global offset at k = 0)]; consecutive
+                work-items take consecutive k (coalesced), a row past the
+                edge reads the last row."""
+                out, total = [], rows_in_block * tk
+                for q in range((total + G - 1) // G):
+                    el = lw.let("el", S.b("add", lid, _c(G * q)))
+                    r = lw.let("lr", S.b("shr", el, _c(_log2(tk))))
+                    c = lw.let("lc", S.b("and", el, _c(tk - 1)))
+                    g = lw.let("gr", S.b("add", base, r))
+                    g = lw.let("gr", K.Sel(S.b("le", g, last), g, last))
+                    out.append((S.b("lt", el, _c(total)) if total % G else None, c,
+                                lw.let("lo", S.b("add", S.b("mul", r, _c(stride)), c)),
+                                lw.let("go", S.b("add", S.b("mul", g, arr.shape[1]), c))))
+                return out
+            xplaces = places(X, bm, i0, last_i)
+            yplaces = places(Y, bn, j0, last_j)
+
+            def load(tile, arr: Arr, where, k0, whole):
+                for lim, c, lo, go in where:
+                    st = K.Store(tile, lo, K.Load(arr.data, S.b("add", go, k0)))
+                    cond = None if whole else S.b("lt", S.b("add", k0, c), kw)
+                    if lim is not None:
+                        cond = lim if cond is None else S.land(lim, cond)
+                    lw.emit(st if cond is None else K.If(cond, K.Block((st,))))
+
+            def chunk(k0, cnt, whole):
+                load(xt, X, xplaces, k0, whole)
+                load(yt, Y, yplaces, k0, whole)
+                lw.emit(K.Barrier())
+
+                def step(kk):
+                    xv = [lw.let("xv", K.Load(xt, S.b("add", o, kk))) for o in xoff]
+                    yv = [lw.let("yv", K.Load(yt, S.b("add", o, kk))) for o in yoff]
+                    for (a, b), ev in envs.items():
+                        args = [yv[b], xv[a]] if p.swap else [xv[a], yv[b]]
+                        v = lw.apply(p.mp.lam.params, p.mp.lam.body, ev, args, new_frame=True)
+                        new = apply_op(lw, p.red.lam, ev, [accs[a, b], v[0][0]], reassoc=True)
+                        lw.emit(K.Set(accs[a, b], new[0]))
+                lw.for_range("kk", ZERO, cnt, step, unroll=tk if whole else 0)
+                lw.emit(K.Barrier())
+            lw.for_range("kt", ZERO, full,
+                         lambda t: chunk(lw.let("k0", S.b("shl", t, _c(_log2(tk)))), _c(tk), True))
+            with lw.block() as last:
+                chunk(lw.let("k0", S.b("shl", full, _c(_log2(tk)))), tail, False)
+            lw.emit(K.If(S.b("gt", tail, ZERO), last[0]))
+            for (a, b), ev in envs.items():
+                ev[il.body.stms[p.k + 1].pat[0].name] = accs[a, b]
+                with lw.block() as st:
+                    for s in il.body.stms[p.k + 2:]:
+                        for v, val in zip(s.pat, lw.lower_exp(s, ev)):
+                            ev[v.name] = val
+                    lw.emit(K.Store(out_ptr, S.b("add", S.b("mul", rows[a], m), cols[b]),
+                                    lw.atom(il.body.result[0], ev)))
+                lw.emit(K.If(S.land(S.b("lt", rows[a], n), S.b("lt", cols[b], m)), st[0]))
+
+        _, body = trial(lw, kernel)
+    finally:
+        lw.scopes.pop()
+        lw.live, lw.rest, lw.body_counts = saved
+    if can_fail(body):
+        return None
+    for s in pre[0].stms:
+        lw.emit(s)
+    lw.emit(K.Alloc(out_ptr, S.b("mul", n, nr)))
+    lw.scopes[-1].owned.append(out_ptr)
+    launch = K.ParFor(gi, count, body, None, group_size=G)
+    inner = K.If(S.b("gt", m, ZERO), K.Block(guarded[0].stms + (launch,)))
+    lw.emit(K.If(S.b("gt", n, ZERO), K.Block(outer[0].stms + (inner,))))
+    return [Arr(out_ptr, out_ptr, (n, nr), il.ret[0], frozenset({out_ptr.name}))]
