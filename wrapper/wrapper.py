@@ -199,9 +199,11 @@ class Wrapper:
         call.__name__ = name
         call.__doc__ = self.signature(name)
         # an instance attribute from now on (no __getattr__ per call), until
-        # the entries change (_forget_bound)
-        self.__dict__.setdefault("_bound", []).append(name)
-        self.__dict__[name] = call
+        # the entries change (_forget_bound); not for a subclass that has its
+        # own __getattr__ (it expects to see every lookup)
+        if type(self).__getattr__ is Wrapper.__getattr__:
+            self.__dict__.setdefault("_bound", []).append(name)
+            self.__dict__[name] = call
         return call
 
     def _forget_bound(self) -> None:

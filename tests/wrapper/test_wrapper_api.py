@@ -221,3 +221,32 @@ def test_build_then_load_round_trip(backend, tmp_path, monkeypatch):
     assert w.backend == backend and set(w.entries) == set(on_disk["entries"])
     assert_close(w.scale(2.0, [1.0, 2.0]), np.array([2.0, 4.0], np.float32))
     assert w.make_vec(1.0).z == 3.0
+
+
+def test_entry_attributes_follow_the_loaded_modules(tmp_path):
+    """An entry looked up once is an instance attribute after that; adding a
+    module or compiling again drops it, and a subclass with its own
+    __getattr__ still sees every lookup."""
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("import pyshark.prelude as ps\n\n@ps.entry\ndef f(x: int) -> int:\n"
+                 "    return x + 1\n")
+    b.write_text("import pyshark.prelude as ps\n\n@ps.entry\ndef g(x: int) -> int:\n"
+                 "    return x * 2\n")
+    w = Wrapper("python").add_source_file(a).compile_and_load()
+    assert w.f(1) == 2 and "f" in vars(w)
+    w.add_source_file(b)
+    assert "f" not in vars(w)
+    with pytest.raises(AttributeError, match="compile_and_load"):
+        w.f
+    w.compile_and_load()
+    assert w.f(1) == 2 and w.g(3) == 6
+
+    seen = []
+
+    class Counting(Wrapper):
+        def __getattr__(self, name):
+            seen.append(name)
+            return super().__getattr__(name)
+    c = Counting("python").add_source_file(a).compile_and_load()
+    assert c.f(1) == 2 and c.f(2) == 3
+    assert seen == ["f", "f"]
