@@ -36,6 +36,7 @@ from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest
 from .. import kir as K
 from ..lower import symbol
 from ..marshal import error_from
+from .emit_cl import HEAP_FULL
 
 CL_FILE = "kernels.cl"
 HOST_FILE = "host.py"
@@ -59,7 +60,7 @@ def translate_kernels(kernels: K.Module, coarsen: int = 1):
     module: allocations in ParFor bodies expanded (expand.py), streaming
     ParFors coarsened by `coarsen` (gpu/coarsen.py), then host code and
     kernels (host.py, emit_cl.py); the meta are [name, [arg kinds], can_fail,
-    group size or None] per kernel."""
+    group size or None, heap] per kernel."""
     from ..gpu.coarsen import coarsen_parfors
     from .expand import expand_allocations
     from .host import translate
@@ -67,7 +68,7 @@ def translate_kernels(kernels: K.Module, coarsen: int = 1):
     K.check_module(kernels)
     hp = translate(kernels)
     meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail,
-             k.group_size] for k in hp.kernels]
+             k.group_size, k.heap] for k in hp.kernels]
     return hp, meta, kernels
 
 
@@ -78,8 +79,10 @@ class OpenCLModule(LoadedModule):
         self.dev = dev
         self.messages = messages
         launchers = [dev.launcher(*k) for k in kernels]
+        from .runtime import HEAP_STRIDE
+        heap = {"stride": HEAP_STRIDE}      # the work-item heaps of this module's kernels
         self.callers = {name: _Caller(dev, namespace["ENTRIES"][symbol(name)], spec, messages,
-                                      entries[name], launchers, device_arrays)
+                                      entries[name], launchers, device_arrays, heap)
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
@@ -93,8 +96,9 @@ class _Caller:
     memory: Python lists, which the host code only stores into)."""
 
     def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list,
-                 device_arrays: bool = False):
+                 device_arrays: bool = False, heap: dict | None = None):
         from . import runtime
+        self.heap = heap if heap is not None else {"stride": runtime.HEAP_STRIDE}
         self.runtime = runtime
         self.dev = dev
         self.fn = fn
@@ -136,10 +140,22 @@ class _Caller:
         return (v._mem, v._off)
 
     def __call__(self, canon_args: list):
+        """One call; again with larger work-item heaps while a kernel's
+        heap is too small (the entry is a function of its arguments, so
+        running it again is the same call)."""
+        runtime = self.runtime
+        while True:
+            try:
+                return self._call(canon_args)
+            except runtime.HeapFull as full:
+                with runtime.LOCK:
+                    runtime.grow_heap(self.heap, full.needed, self.dev)
+
+    def _call(self, canon_args: list):
         flat = self.flat.args(canon_args)
         runtime = self.runtime
         with runtime.LOCK:
-            rt = runtime.Call(self.dev, self.kernels)
+            rt = runtime.Call(self.dev, self.kernels, self.heap)
             try:
                 args: list = []
                 for conv, v in zip(self.convs, flat):
@@ -160,6 +176,8 @@ class _Caller:
                 downloads = () if keep else _Lazy(outs, self.results)
                 err, arrays = rt.run(self.fn, args, downloads)
                 if err is not None:
+                    if err[0] == HEAP_FULL:
+                        raise runtime.HeapFull(int(err[2][0]))
                     raise error_from(err[0], err[1], err[2], self.messages)
                 if self.plain_output:
                     return self.results[0][0].type(outs[0][0])
@@ -282,14 +300,15 @@ class OpenCLBackend(Backend):
                     f"(PYOPENCL_CTX) or backend")
             built = dev.program(cl_source, [k[0] for k in abi["kernels"]], abi["build_options"])
             kernels = []
-            for (knl, wg), (kname, kinds, can_fail, group) in zip(built, abi["kernels"]):
+            for (knl, wg), (kname, kinds, can_fail, group, *more) in zip(built, abi["kernels"]):
+                heap = bool(more and more[0])
                 if group is not None:
                     if group > dev.kernel_max_wg(knl):
                         raise RuntimeError(
                             f"kernel {kname} needs work-groups of {group}, more than the "
                             f"OpenCL device {dev.name} runs it with")
                     wg = group
-                kernels.append((knl, wg, tuple(kinds), can_fail))
+                kernels.append((knl, wg, tuple(kinds), can_fail, heap))
         namespace: dict = {"__name__": f"pyshark_opencl_host_{abi['host_sha256'][:12]}"}
         exec(compile(py_source, str(directory / files["host"]), "exec"), namespace)
         return OpenCLModule(dev, namespace, kernels, abi["entries"], abi["messages"],

@@ -55,9 +55,16 @@ chooses an algorithm; the semantics are emit_llvm.py's, node for node):
   old one) or a compare-and-swap loop; AtomicLoad a volatile load (on GPUs
   it bypasses the non-coherent L1). There is no fence across work-groups in
   OpenCL 1.2 (mem_fence is membar.cta on NVIDIA): kir.py has none.
-- Alloc and Free cannot be spelled in a kernel (OpenCL C has no heap), nor can
-  memory of pointers: emit_kernel raises Unsupported and the host runs that
-  ParFor itself (see host.py).
+- Alloc and Free in a plain ParFor body use a per-work-item heap: the
+  kernel takes (pyshark_arena, pyshark_stride) after pyshark_err, work-item
+  i owns bytes [i * stride, (i + 1) * stride) of the arena, Alloc bumps a
+  private top (a 16-byte header keeps each block's size), Free pops the
+  block when it is the last one (LIFO; others stay until the work-item
+  ends), and a heap too small stops the work-item with HEAP_FULL: the host
+  grows the stride and runs the entry again (runtime.py). OpenCL C has no
+  malloc; expand.py first turns the plainly expandable allocations into
+  slices of one block. Memory of pointers cannot be spelled: emit_kernel
+  raises Unsupported and the host runs that ParFor itself (see host.py).
 """
 from __future__ import annotations
 
@@ -75,6 +82,13 @@ FP64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n"
 ATOM64_PRAGMA = "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable\n"
 ERR = "pyshark_err"
 COUNT = "pyshark_n"
+# A kernel whose body allocates takes a per-work-item heap (see heap_alloc):
+# work-item i owns arena[i * stride, (i + 1) * stride).
+ARENA, STRIDE, HEAP, TOP = "pyshark_arena", "pyshark_stride", "pyshark_heap", "pyshark_top"
+# The error code of a work-item whose heap is too small: the host grows the
+# stride and runs the entry again (runtime.py); never a user-visible error.
+HEAP_FULL = 7
+HEAP_HEADER = 16                # bytes before each block: its size (LIFO frees)
 
 # ---------------------------------------------------------------------------
 # Types
@@ -222,6 +236,7 @@ class Kernel:
     uses_f64: bool
     group_size: int | None = None   # a work-group kernel: launched in groups of this size
     uses_atomics64: bool = False
+    heap: bool = False          # Alloc/Free in the body: takes (arena, stride) after pyshark_err
 
 
 def c_name(kir_name: str) -> str:
@@ -443,12 +458,56 @@ class _KernelEmitter:
             self._note(t)
             ld = f"*(volatile __global {mem_type(t)} *)({p} + {i})"
             out.append(f"{ind}{self.name(s.var)} = {ld}{' != 0' if t is BOOL else ''};")
-        elif isinstance(s, (K.Alloc, K.Free)):
-            raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
+        elif isinstance(s, K.Alloc):
+            self.heap_alloc(s, ind)
+        elif isinstance(s, K.Free):
+            self.heap_free(s, ind)
         elif isinstance(s, K.ParFor):
             raise NotImplementedError("nested ParFor (the checker rejects it)")
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    def heap_alloc(self, s: K.Alloc, ind: str):
+        """A bump allocation in the work-item's heap: a 16-byte header holding
+        the block's size, then max(count, 1) elements (16-byte aligned). A
+        heap too small for it stops the work-item with HEAP_FULL and the bytes
+        it needed; the host then grows every heap and runs the entry again."""
+        out = self.lines
+        elem = s.var.type.elem
+        size = 1 if elem is BOOL else elem.bits // 8
+        self._note(s.var.type)
+        c = self.expr(s.count, ind)
+        v = self.name(s.var)
+        limit = (1 << 40) // size
+        out.append(f"{ind}{{")
+        inner = ind + "    "
+        out.append(f"{inner}const ulong pn = {c} > 1 ? (ulong){c} : 1UL;")
+        out.append(f"{inner}const ulong nb = pn > {limit}UL ? 0x4000000000000000UL : "
+                   f"((pn * {size}UL + 15UL) & ~15UL) + {HEAP_HEADER}UL;")
+        out.append(f"{inner}if ({TOP} + nb > {STRIDE}) {{")
+        out.append(f"{inner}    if (atomic_cmpxchg({ERR}, 0, {HEAP_FULL}) == 0) {{")
+        out.append(f"{inner}        {ERR}[1] = -1;")
+        out.append(f"{inner}        ((__global long *)({ERR} + 2))[0] = (long)({TOP} + nb);")
+        out.append(f"{inner}    }}")
+        out.append(f"{inner}    return;")
+        out.append(f"{inner}}}")
+        out.append(f"{inner}*(__global ulong *)({HEAP} + {TOP}) = nb;")
+        out.append(f"{inner}{v} = (__global {mem_type(elem)} *)({HEAP} + {TOP} + {HEAP_HEADER});")
+        out.append(f"{inner}{TOP} += nb;")
+        out.append(f"{ind}}}")
+
+    def heap_free(self, s: K.Free, ind: str):
+        """The block goes back to the heap if it is the last one allocated
+        (LIFO, the usual order of a body's temporaries); any other block, or
+        a pointer that is not the heap's, stays until the work-item ends."""
+        out = self.lines
+        p = self.expr(s.ptr, ind)
+        out.append(f"{ind}{{")
+        inner = ind + "    "
+        out.append(f"{inner}__global uchar *const fp = (__global uchar *)({p}) - {HEAP_HEADER};")
+        out.append(f"{inner}if (fp >= {HEAP} && fp < {HEAP} + {TOP} && "
+                   f"fp + *(__global ulong *)fp == {HEAP} + {TOP}) {TOP} -= *(__global ulong *)fp;")
+        out.append(f"{ind}}}")
 
     def atomic(self, s: K.AtomicUpdate, ind: str):
         """An add of a 32/64-bit integer is atomic_add / atom_add; anything
@@ -495,10 +554,17 @@ class _KernelEmitter:
     # -- the kernel ------------------------------------------------------------
     def kernel(self, name: str, p: K.ParFor) -> Kernel:
         caps = captures(p)
+        heap = False
         for s in _walk(p.body):
-            if isinstance(s, (K.Alloc, K.Free)):
-                raise Unsupported(f"{type(s).__name__} in a ParFor body (OpenCL C has no heap)")
+            if isinstance(s, K.Alloc):
+                if isinstance(s.var.type.elem, K.Ptr):
+                    raise Unsupported("an array of pointers allocated in a ParFor body")
+                heap = True
+        if heap and p.group_size is not None:
+            raise Unsupported("Alloc in a work-group kernel")
         params = [f"long {COUNT}", f"__global int *{ERR}"]
+        if heap:
+            params += [f"__global uchar *{ARENA}", f"ulong {STRIDE}"]
         prologue = []
         ind = "    "
         for v in caps:
@@ -516,7 +582,7 @@ class _KernelEmitter:
         # locals: everything the body declares, at the top (C function scope)
         declared: dict = {}
         for s in _walk(p.body):
-            if isinstance(s, (K.Set, K.For)):
+            if isinstance(s, (K.Set, K.For, K.Alloc)):
                 declared.setdefault(s.var.name, s.var)
             elif isinstance(s, K.AtomicUpdate):
                 declared.setdefault(s.old.name, s.old)
@@ -531,6 +597,9 @@ class _KernelEmitter:
                    f"{ind}if ({ERR}[0] != 0) return;"]
         if p.group_size is None:
             locals_.append(f"{ind}if ({i} >= {COUNT}) return;")
+        if heap:
+            locals_.append(f"{ind}__global uchar *const {HEAP} = {ARENA} + (ulong){i} * {STRIDE};")
+            locals_.append(f"{ind}ulong {TOP} = 0;")
         for s in p.body.stms:
             if isinstance(s, K.LocalAlloc):
                 mt = mem_type(s.var.type.elem)
@@ -547,7 +616,8 @@ class _KernelEmitter:
         head = f"{attr}__kernel void {name}({', '.join(params)})"
         src = "\n".join([head, "{"] + prologue + locals_ + self.lines + ["}"]) + "\n"
         return Kernel(name, src, tuple(KernelArg(v.name, v.type) for v in caps),
-                      block_can_fail(p.body), self.uses_f64, p.group_size, self.uses_atomics64)
+                      block_can_fail(p.body), self.uses_f64, p.group_size, self.uses_atomics64,
+                      heap)
 
 
 def emit_kernel(name: str, p: K.ParFor) -> Kernel:

@@ -76,6 +76,7 @@ _DTYPES = {k: np.dtype(v) for k, v in (
 _MIN_BLOCK = 64
 _MAX_WG = 256
 _ERR_INTS = 12          # int code, int msg, long args[4]
+HEAP_STRIDE = 64 << 10  # first work-item heap of a kernel that allocates (grown on demand)
 MIRROR_BYTES = 64 * 1024            # a host Load reads a buffer this small whole
 UPLOAD_COPY_BYTES = 1 << 20         # inputs this small are copied, then sent without waiting
 _MAX_PENDING = 256                  # transfers in flight before a queue.finish()
@@ -252,6 +253,8 @@ class Device:
         self.nthreads = np.int64(int(env) if env else max(1, dev.max_compute_units) * 64)
         self.wg = max(1, min(_MAX_WG, dev.max_work_group_size))
         self.max_alloc = int(dev.max_mem_alloc_size)
+        # the most one launch's work-item heaps may take (emit_cl.heap_alloc)
+        self.heap_budget = min(self.max_alloc, max(64 << 20, int(dev.global_mem_size) // 4))
         env = os.environ.get("PYSHARK_OPENCL_POOL_HOLD")
         self.hold_limit = int(env) if env else max(64 << 20, int(dev.global_mem_size) // 4)
         self.fp64 = bool(dev.double_fp_config) or "cl_khr_fp64" in dev.extensions
@@ -378,22 +381,25 @@ class Device:
             self.pending.clear()
         return out
 
-    def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool) -> "_Launcher":
-        key = (id(knl), wg, kinds, can_fail)
+    def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool,
+                 heap: bool = False) -> "_Launcher":
+        key = (id(knl), wg, kinds, can_fail, heap)
         found = self.launchers.get(key)
         if found is None:
-            found = self.launchers[key] = _Launcher(self, knl, wg, kinds, can_fail)
+            found = self.launchers[key] = _Launcher(self, knl, wg, kinds, can_fail, heap)
         return found
 
 
 class _Launcher:
     """One kernel, its scalar argument types set once (pyopencl then packs
     the arguments and enqueues in one call, a few microseconds)."""
-    __slots__ = ("knl", "wg", "kinds", "can_fail", "ptrs", "conv", "err", "queue")
+    __slots__ = ("knl", "wg", "kinds", "can_fail", "ptrs", "conv", "err", "queue", "heap")
 
-    def __init__(self, dev: Device, knl, wg: int, kinds: tuple, can_fail: bool):
+    def __init__(self, dev: Device, knl, wg: int, kinds: tuple, can_fail: bool,
+                 heap: bool = False):
         self.knl, self.wg, self.kinds, self.can_fail = knl, wg, kinds, can_fail
-        dtypes = [np.int64, None]
+        self.heap = heap
+        dtypes = [np.int64, None] + ([None, np.uint64] if heap else [])
         conv = []
         for kind in kinds:
             if kind == "ptr":
@@ -417,8 +423,11 @@ class Call:
     Use under LOCK; `run(fn, args)` runs a host function, `release()`
     (always, in a finally) ends the call."""
 
-    def __init__(self, dev: Device, kernels: list):
+    def __init__(self, dev: Device, kernels: list, heap: dict | None = None):
         self.dev = dev
+        # {"stride": bytes}: the work-item heap of kernels that allocate,
+        # shared by the calls of one module (grown by HeapFull, kept)
+        self.heap = heap if heap is not None else {"stride": HEAP_STRIDE}
         self.cl = dev.cl
         self.queue = dev.queue
         self.nthreads = dev.nthreads
@@ -679,6 +688,10 @@ class Call:
         if self.dirty:
             self._flush()
         cl_args = [n, lk.err]
+        arena = None
+        if lk.heap:
+            arena, stride = self._heap(n)
+            cl_args += [arena[0].buf, stride]
         mirrors = self.mirrors
         for a, c in zip(args, lk.conv):
             if type(a) is tuple:
@@ -695,7 +708,47 @@ class Call:
         lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args)
         if lk.can_fail:
             self.unchecked = True
+        if arena is not None:
+            # back to the pool now: a later user of the block is enqueued
+            # after this kernel on the in-order queue
+            self.free(arena)
         return None
+
+
+    def _heap(self, n: int) -> list:
+        """(arena, stride) for n work-items that allocate: the module's
+        stride, less when n of them would pass the device's heap budget."""
+        budget = self.dev.heap_budget
+        stride = self.heap["stride"]
+        if n * stride > budget:
+            stride = (budget // n) & ~15
+            if stride < 256:
+                raise MemoryError(f"{n} work-items that allocate need more than the "
+                                  f"device's {budget} bytes for their heaps")
+        p = self.alloc(n * stride, "u8")
+        if p is None:
+            raise MemoryError(f"cannot allocate {n * stride} bytes of work-item heaps "
+                              f"on the device")
+        return p, np.uint64(stride)
+
+
+class HeapFull(Exception):
+    """A work-item's heap was too small (emit_cl.HEAP_FULL): `needed` bytes."""
+
+    def __init__(self, needed: int):
+        super().__init__(needed)
+        self.needed = needed
+
+
+def grow_heap(heap: dict, needed: int, dev: "Device") -> None:
+    """The next stride after a HeapFull: at least twice the old one and
+    twice what the work-item needed, in 4 KiB steps; MemoryError past what
+    one buffer may hold."""
+    new = max(2 * heap["stride"], -(-2 * needed // 4096) * 4096)
+    if needed > dev.heap_budget or new > dev.max_alloc:
+        raise MemoryError(f"a work-item needs {needed} bytes of heap, more than the device "
+                          f"gives one launch ({dev.heap_budget} bytes)")
+    heap["stride"] = new
 
 
 def _kind(dt: np.dtype) -> str:
@@ -714,4 +767,5 @@ def device_array(dev: Device, mem: DevMem, off: int, shape: tuple, dtype: np.dty
 
 
 __all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
-           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "device_array"]
+           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "device_array", "HeapFull",
+           "grow_heap", "HEAP_STRIDE"]

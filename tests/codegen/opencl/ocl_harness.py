@@ -54,8 +54,8 @@ class Built:
         self.kernels = []
         if meta:
             built = self.dev.program(self.host.cl_source, [k[0] for k in meta])
-            self.kernels = [(knl, group or wg, tuple(kinds), can_fail)
-                            for (knl, wg), (_, kinds, can_fail, group) in zip(built, meta)]
+            self.kernels = [(knl, group or wg, tuple(kinds), can_fail, heap)
+                            for (knl, wg), (_, kinds, can_fail, group, heap) in zip(built, meta)]
         self.ns: dict = {}
         exec(compile(self.host.py_source, f"<host{next(_counter)}>", "exec"), self.ns)
 
@@ -63,10 +63,14 @@ class Built:
     def cl_source(self) -> str:
         return self.host.cl_source
 
-    def call(self, name: str, *args, host_memory: bool = False):
+    def call(self, name: str, *args, host_memory: bool = False, heap_stride: int | None = None):
+        """`heap_stride`: the work-item heap of kernels that allocate (bytes;
+        the runtime's first stride by default; a call that outgrows it returns
+        the HEAP_FULL error: only the backend's caller grows and retries)."""
         fn = self.ns["ENTRIES"][name]
+        heap = None if heap_stride is None else {"stride": heap_stride}
         with self.dev.lock, np.errstate(all="ignore"):
-            rt = self.runtime.Call(self.dev, self.kernels)
+            rt = self.runtime.Call(self.dev, self.kernels, heap)
             try:
                 conv, back = [], []
                 for a in args:
