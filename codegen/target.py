@@ -23,9 +23,8 @@ class Target:
                                 # completion while others spin on their flags, so the
                                 # single-pass scan (gpu/segscan.py) may wait on them
     flatten: bool = False       # gpu: run codegen/opt/flatten.py (map distribution and
-                                # interchange); off on devices by default until the maps
-                                # it makes stop allocating per work-item (they run on
-                                # the host then: docs/opencl-backend.md)
+                                # interchange; on for devices, PYSHARK_OPENCL_FLATTEN=0
+                                # turns it off)
     coarsen: int = 1            # gpu: iterations per work-item of a streaming ParFor
                                 # (gpu/coarsen.py; 1: none)
 

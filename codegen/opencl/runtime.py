@@ -291,10 +291,9 @@ class Device:
         # 64-bit atomics (flag and value in one word); PYSHARK_OPENCL_LOOKBACK=0
         # turns it off (reduce-then-scan everywhere).
         lookback = os.environ.get("PYSHARK_OPENCL_LOOKBACK", "1") == "1"
-        # Kernel extraction (codegen/opt/flatten.py) is off unless
-        # PYSHARK_OPENCL_FLATTEN=1: the maps it makes of LocVolCalib still
-        # allocate per work-item and run on the host (slower than before).
-        flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "0") == "1"
+        # Kernel extraction (codegen/opt/flatten.py); PYSHARK_OPENCL_FLATTEN=0
+        # turns it off (LocVolCalib then keeps only its outer parallelism).
+        flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "1") == "1"
         # iterations per work-item of streaming kernels (gpu/coarsen.py; 1: off)
         coarsen = int(os.environ.get("PYSHARK_OPENCL_COARSEN", "4"))
         return gpu_target(max_group=limit,
