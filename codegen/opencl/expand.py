@@ -13,8 +13,11 @@ plainly safe: an Alloc at the top level of the body whose count reads no
 memory and no variable the body declares (so the host can evaluate it before
 the loop), whose variable is set nowhere else in the body and is freed at
 the top level of the body (so the buffer never outlives its iteration). The
-Free goes away with it. Other allocations stay, and host.py runs such a
-ParFor on the host.
+Free goes away with it. When the body uses the buffer only through
+Load/Store of the pointer itself, the blocks are interleaved instead of
+sliced: p[e] becomes arena[e * n + i] (_Interleave), so that neighbouring
+work-items touch neighbouring addresses. Other allocations stay, and come
+from the work-item heaps of emit_cl.py.
 
 A kir -> kir pass with one decision in it (where memory lives): its natural
 home is codegen/memory.py beside hoist_allocations, which never moves an
@@ -57,6 +60,89 @@ def _expandable(body: K.Block, k: int, declared: set) -> bool:
     return len(frees) == 1
 
 
+def _direct_only(body: K.Block, p: K.KVar) -> bool:
+    """Whether the body uses pointer p only as the pointer of Load/Store
+    (and in its Alloc and Free): then its elements can be interleaved."""
+    def expr_ok(e: K.Expr) -> bool:
+        if isinstance(e, K.KVar):
+            return e.name != p.name
+        if isinstance(e, K.Load) and e.ptr == p:
+            return expr_ok(e.index)
+        return all(expr_ok(c) for c in K.children(e))
+    for s in K.walk_stms(body):
+        if isinstance(s, (K.Alloc, K.Free)) and (s.var if isinstance(s, K.Alloc) else s.ptr) == p:
+            continue
+        if isinstance(s, K.Store) and s.ptr == p:
+            if not (expr_ok(s.index) and expr_ok(s.value)):
+                return False
+            continue
+        if not isinstance(s, _INTERLEAVE_STMS):
+            return False
+        if not all(expr_ok(e) for e in K.stm_exprs(s)):
+            return False
+    return True
+
+
+_INTERLEAVE_STMS = (K.Set, K.Store, K.If, K.For, K.While, K.Fail, K.Alloc, K.Free, K.CopyMem)
+
+
+class _Interleave:
+    """Element e of work-item i's block of an interleaved pointer lives at
+    arena[e * n + i]: consecutive work-items touch consecutive addresses
+    (coalesced on a GPU), where slices [i * c, (i + 1) * c) put them c
+    elements apart (Futhark expands allocations the same way)."""
+
+    def __init__(self, arenas: dict, n: K.KVar, i: K.KVar):
+        self.arenas, self.n, self.i = arenas, n, i
+
+    def index(self, e: K.Expr) -> K.Expr:
+        return K.Bin("add", K.Bin("mul", self.expr(e), self.n), self.i)
+
+    def expr(self, e: K.Expr) -> K.Expr:
+        if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar) and e.ptr.name in self.arenas:
+            return K.Load(self.arenas[e.ptr.name], self.index(e.index))
+        if isinstance(e, K.Bin):
+            return K.Bin(e.op, self.expr(e.x), self.expr(e.y), e.reassoc)
+        if isinstance(e, K.Un):
+            return K.Un(e.op, self.expr(e.x))
+        if isinstance(e, K.Cast):
+            return K.Cast(e.to, self.expr(e.x), e.bits)
+        if isinstance(e, K.Sel):
+            return K.Sel(self.expr(e.cond), self.expr(e.x), self.expr(e.y))
+        if isinstance(e, K.Load):
+            return K.Load(self.expr(e.ptr), self.expr(e.index))
+        if isinstance(e, K.PtrAdd):
+            return K.PtrAdd(self.expr(e.ptr), self.expr(e.offset))
+        return e
+
+    def block(self, b: K.Block) -> K.Block:
+        return K.Block(tuple(self.stm(s) for s in b.stms))
+
+    def stm(self, s: K.Stm) -> K.Stm:
+        x = self.expr
+        if isinstance(s, K.Store):
+            if isinstance(s.ptr, K.KVar) and s.ptr.name in self.arenas:
+                return K.Store(self.arenas[s.ptr.name], self.index(s.index), x(s.value))
+            return K.Store(x(s.ptr), x(s.index), x(s.value))
+        if isinstance(s, K.Set):
+            return K.Set(s.var, x(s.value))
+        if isinstance(s, K.If):
+            return K.If(x(s.cond), self.block(s.then), self.block(s.orelse))
+        if isinstance(s, K.For):
+            return K.For(s.var, x(s.lo), x(s.hi), self.block(s.body), s.unroll)
+        if isinstance(s, K.While):
+            return K.While(x(s.cond), self.block(s.body))
+        if isinstance(s, K.Fail):
+            return K.Fail(s.kind, s.msg, tuple(x(a) for a in s.args))
+        if isinstance(s, K.Alloc):
+            return K.Alloc(s.var, x(s.count))
+        if isinstance(s, K.Free):
+            return K.Free(x(s.ptr))
+        if isinstance(s, K.CopyMem):
+            return K.CopyMem(x(s.dst), x(s.src), x(s.count))
+        raise TypeError(f"expand: unexpected {type(s).__name__}")
+
+
 class _Expander:
     def __init__(self, m: K.Module):
         self.m = m
@@ -94,6 +180,7 @@ class _Expander:
         before: list = [K.Set(n, p.count), K.Set(n1, K.Sel(K.Bin("ge", n, one), n, one))]
         after: list = []
         replace: dict = {}
+        interleave: dict = {}       # name of an expanded pointer -> its arena (interleaved)
         for k in expand:
             s = stms[k]
             elem = s.var.type.elem
@@ -110,11 +197,18 @@ class _Expander:
                 K.Alloc(arena, K.Bin("mul", c1, n)),
             ]
             after.append(K.Free(arena))
-            replace[k] = K.Set(s.var, K.PtrAdd(arena, K.Bin("mul", p.var, c1)))
+            if _direct_only(p.body, s.var):
+                interleave[s.var.name] = arena
+                replace[k] = None
+            else:
+                replace[k] = K.Set(s.var, K.PtrAdd(arena, K.Bin("mul", p.var, c1)))
         freed = {stms[k].var for k in expand}
         body = [replace.get(k, t) for k, t in enumerate(stms)
                 if not (isinstance(t, K.Free) and t.ptr in freed)]
-        return before + [K.ParFor(p.var, n, K.Block(tuple(body)), p.parallel_if, p.group_size)] + after
+        body = K.Block(tuple(t for t in body if t is not None))
+        if interleave:
+            body = _Interleave(interleave, n1, p.var).block(body)
+        return before + [K.ParFor(p.var, n, body, p.parallel_if, p.group_size)] + after
 
     def run(self) -> K.Module:
         fns = [K.Function(f.name, f.params, self.block(f.body)) for f in self.m.functions]

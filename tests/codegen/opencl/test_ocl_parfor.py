@@ -247,3 +247,29 @@ def test_f64_kernels_enable_fp64():
     o = np.zeros(3)
     b.call("f", o, np.int64(3))
     assert o.tolist() == [0.0, 1.0, 2.0]
+
+
+def test_expanded_blocks_used_only_through_loads_and_stores_are_interleaved():
+    """expand.py: a body that uses its buffer only as p[e] gets element e of
+    work-item i at arena[e * n + i] (coalesced); one that offsets the
+    pointer keeps a slice per work-item. Same values either way."""
+    from pyshark.codegen.opencl.expand import expand_allocations
+    for offset in (False, True):
+        out, tmp, q, k = v("out", P(I64)), v("tmp", P(I64)), v("q", P(I64)), v("k", I64)
+        use = ([K.Set(q, K.PtrAdd(tmp, I1)), K.Store(out, i, K.Load(q, c64(1)))] if offset else
+               [K.Store(out, i, K.Load(tmp, c64(2)))])
+        body = K.Block(tuple([
+            K.Alloc(tmp, c64(3)),
+            K.For(k, I0, c64(3), K.Block((K.Store(tmp, k, K.Bin("mul", i, k)),))),
+        ] + use + [K.Free(tmp)]))
+        m = K.Module([K.Function("f", (out, n), K.Block((K.ParFor(i, n, body),)))])
+        (p,) = [s for s in K.walk_stms(expand_allocations(m).functions[0].body)
+                if isinstance(s, K.ParFor)]
+        sliced = any(isinstance(s, K.Set) and isinstance(s.value, K.PtrAdd)
+                     and s.var == tmp for s in p.body.stms)
+        assert sliced == offset
+        b = build(m)
+        for count in (0, 1, 7, 300):
+            o = np.full(300, -1, np.int64)
+            assert b.call("f", o, np.int64(count)) is None
+            assert o[:count].tolist() == [2 * x for x in range(count)]
