@@ -41,6 +41,11 @@ reduction over the rows of two matrices (matmul) is tried by gpu/tile2d.py
    (scalar code, sizes, asserts, indexing, iota): they run once per element.
    Producer fusion (Delayed inputs) and par_for's bounds-check versioning
    apply as for any parallel loop.
+   When the innermost function returns arrays whose shape the host knows
+   before the loop (found by lowering the function once aside: a
+   sequential solve of a matrix row returns that row's length), the nest
+   is the same flat loop and each element copies its rows into the output
+   (flat_nest_rows; LocVolCalib's tridiagonal solves per strike and row).
 3. One-dimensional maps already are one work-item per element (mc's
    segmap, with its Delayed fusion), except for the multicore row split of
    a flat A x B index (one iteration per row, for the CPU's caches): here
@@ -59,7 +64,7 @@ from .. import kir as K
 from .. import scalar as S
 from ..lower import Arr, Delayed, Lowerer, Scope, _product
 from ..lower_arrays import can_delay
-from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
+from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
 from ..mc.segmap import _row_split
 from ..usage import free_vars, use_counts
 from .common import can_fail, group_size, trial
@@ -82,6 +87,15 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
             return flat_nest(lw, e, env, levels, stm)
         finally:       # open_body rebinds them for the functions' statements
             lw.live, lw.rest, lw.body_counts = saved
+    levels = perfect_nest(lw, e, env, rows=True)
+    if levels is not None:
+        saved = (lw.live, lw.rest, lw.body_counts)
+        try:
+            done = flat_nest_rows(lw, e, env, levels, stm)
+        finally:
+            lw.live, lw.rest, lw.body_counts = saved
+        if done is not None:
+            return done
     if (all_scalar(e.lam.ret) and not can_delay(lw, [v.name for v in stm.pat])
             and _row_split(lw, e, env, lw.scalar(e.width, env)) is not None):
         return plain_map(lw, e, env, stm)
@@ -116,10 +130,12 @@ _CHEAP = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Assert, ir.Si
           ir.Index, ir.Iota)
 
 
-def perfect_nest(lw: Lowerer, e: ir.Map, env) -> Optional[list]:
+def perfect_nest(lw: Lowerer, e: ir.Map, env, rows: bool = False) -> Optional[list]:
     """The levels of a perfect nest of depth >= 2 rooted at e, as
     [(map expression, index of its inner map statement or None, width)],
-    widths being host expressions; None if e is not one."""
+    widths being host expressions; None if e is not one. With `rows`, the
+    innermost function may return arrays (of scalars): the nest stops at
+    the first level that does not end in a map returning its results."""
     shapes: dict = {}       # array names bound in the nest -> host shape (None: unknown)
     sizes: dict = {}        # scalar names bound in the nest -> host value
     bound: set = set()
@@ -143,13 +159,15 @@ def perfect_nest(lw: Lowerer, e: ir.Map, env) -> Optional[list]:
             levels.append((cur, None, width))
             break
         body = lam.body
-        if not body.stms:
-            return None
-        last = body.stms[-1]
-        inner = last.exp
+        last = body.stms[-1] if body.stms else None
+        inner = last.exp if last is not None else None
         if (not isinstance(inner, ir.Map) or len(last.pat) != len(body.result)
                 or any(not isinstance(r, ir.Var) or r.name != v.name
                        for r, v in zip(body.result, last.pat))):
+            if rows and levels and all(isinstance(t, ScalarType) or
+                                       isinstance(t.elem, ScalarType) for t in lam.ret):
+                levels.append((cur, None, width))
+                break
             return None
         for s in body.stms[:-1]:
             if not isinstance(s.exp, _CHEAP):
@@ -181,7 +199,6 @@ def perfect_nest(lw: Lowerer, e: ir.Map, env) -> Optional[list]:
 def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     """One parallel loop over the product of the nest's widths; iteration f
     is the element (i0, ..., i_{d-1}) of the row-major order."""
-    d = len(levels)
     widths = [lw.let("nw", w) for _, _, w in levels]
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
@@ -194,27 +211,44 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     outs = [lw.alloc("map", t, tuple(shape)) for t in innermost.ret]
     total = lw.let("tot", _product(widths))
 
-    def body(f):
-        idxs = [None] * d
-        rest: K.Expr = f
-        with ExitStack() as facts:
-            for k in range(d - 1, 0, -1):
-                q = lw.let("q", K.Bin("div", rest, widths[k]))
-                idxs[k] = lw.var("ix", I64)
-                lw.emit(K.Set(idxs[k], S.b("sub", rest, S.b("mul", q, widths[k]))))
-                facts.enter_context(lw.loop_facts(idxs[k], ZERO, widths[k]))
-                rest = q
-            if d > 1:
-                idxs[0] = lw.var("ix", I64)
-                lw.emit(K.Set(idxs[0], rest))
-                facts.enter_context(lw.loop_facts(idxs[0], ZERO, widths[0]))
-            _level(lw, levels, 0, arrs, env, idxs, widths, outs, f, stm)
+    def store(f, res):
+        for o, (r, _) in zip(outs, res):
+            lw.emit(K.Store(o.data, f, r))
+    _emit_space(lw, levels, arrs, env, widths, total, store, stm)
+    return outs
+
+
+def _in_space(lw: Lowerer, levels, arrs, env, widths, f, consume, stm):
+    """Element f of the flattened space: its indices by div/mod (innermost
+    fastest), the levels' functions applied down to the innermost, whose
+    results go to consume(f, [(value, owned)])."""
+    d = len(levels)
+    idxs = [None] * d
+    rest: K.Expr = f
+    with ExitStack() as facts:
+        for k in range(d - 1, 0, -1):
+            q = lw.let("q", K.Bin("div", rest, widths[k]))
+            idxs[k] = lw.var("ix", I64)
+            lw.emit(K.Set(idxs[k], S.b("sub", rest, S.b("mul", q, widths[k]))))
+            facts.enter_context(lw.loop_facts(idxs[k], ZERO, widths[k]))
+            rest = q
+        if d > 1:
+            idxs[0] = lw.var("ix", I64)
+            lw.emit(K.Set(idxs[0], rest))
+            facts.enter_context(lw.loop_facts(idxs[0], ZERO, widths[0]))
+        _level(lw, levels, 0, arrs, env, idxs, widths, lambda res: consume(f, res), stm)
+
+
+def _emit_space(lw: Lowerer, levels, arrs, env, widths, total, consume, stm):
+    """The parallel loop over the flattened space (consume(f, results) per
+    element). With an inner width 0 no element exists, but Python mode
+    still runs the outer functions' statements for each outer index (an
+    assert of zipped rows' lengths, say): when they can fail, an empty
+    space runs them alone, one work-item per outer element with loops for
+    the rest."""
     with lw.block() as flat:
-        lw.par_for("i", total, body)
-    # With an inner width 0 no element exists, but Python mode still runs
-    # the outer functions' statements for each outer index (an assert of
-    # zipped rows' lengths, say): when they can fail, an empty space runs
-    # them alone, one work-item per outer element with loops for the rest.
+        lw.par_for("i", total, lambda f: _in_space(lw, levels, arrs, env, widths, f,
+                                                   consume, stm))
     with lw.block() as empty:
         lw.par_for("i", widths[0], lambda i: _outer_only(lw, levels, 0, arrs, env, i,
                                                          widths, stm))
@@ -223,7 +257,78 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     else:
         for s in flat[0].stms:
             lw.emit(s)
+
+
+def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
+    """A perfect nest whose innermost function returns arrays: one
+    work-item per element of the flattened space, each writing its rows
+    (Futhark's SegMap with array results). The rows' shape must be known
+    on the host before the loop: the innermost function is lowered once
+    aside (trial) and its result shapes may read only host values (a
+    tridiagonal solve of a matrix row returns that row's length); else
+    None, before anything is emitted. Each element checks its rows have
+    that shape (an irregular result is a ShapeError, as in Python mode)."""
+    lam = levels[-1][0].lam
+    widths = [w for _, _, w in levels]
+    arrs0 = [lw.array(a, env) for a in e.arrs]
+    shapes: list = []
+
+    def probe():
+        def look(f, res):
+            shapes.extend(r.shape if isinstance(r, (Arr, Delayed)) else () for r, _ in res)
+        _in_space(lw, levels, arrs0, env, widths, ZERO, look, stm)
+    _, aside = trial(lw, probe)
+    declared = set()
+    for s in aside.stms:
+        declared |= K.declared_vars(s)
+    for sh in shapes:
+        for x in sh:
+            if K.expr_vars(x) & declared or any(
+                    isinstance(y, (K.Load, K.LocalId, K.GroupId)) for y in _sub(x)):
+                return None
+    # -- decided: from here on, code is emitted
+    widths = [lw.let("nw", w) for w in widths]
+    arrs = [lw.array(a, env) for a in e.arrs]
+    check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
+    shape, seen = [widths[0]], widths[0]
+    for w in widths[1:]:
+        shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
+        seen = lw.let("np", S.b("mul", seen, w))
+    total = lw.let("tot", _product(widths))
+    # the rows' shape: 0 when the space is empty (Python mode's empty result)
+    rshapes = [tuple(lw.let("rn", K.Sel(S.b("gt", total, ZERO), x, ZERO)) for x in sh)
+               for sh in shapes]
+    outs, rsizes = [], []
+    for t, sh in zip(lam.ret, rshapes):
+        elem = t if isinstance(t, ScalarType) else t.elem
+        outs.append(lw.alloc("map", elem, tuple(shape) + sh))
+        rsizes.append(lw.let("rs", _product(sh)) if sh else None)
+
+    def store(f, res):
+        for o, (r, owned), sh, rs in zip(outs, res, rshapes, rsizes):
+            if rs is None:
+                lw.emit(K.Store(o.data, f, r))
+                continue
+            if isinstance(r, Delayed):
+                r = lw.materialise(r)
+                owned = True
+            same = None
+            for x, y in zip(r.shape, sh):
+                c = S.b("eq", x, y)
+                same = c if same is None else S.land(same, c)
+            lw.check(same, "ShapeError",
+                     "map produced rows of different shapes (irregular array)", stm.loc)
+            lw.emit(K.CopyMem(K.PtrAdd(o.data, S.b("mul", f, rs)), r.data, rs))
+            if owned:
+                lw.emit(K.Free(r.base))
+    _emit_space(lw, levels, arrs, env, widths, total, store, stm)
     return outs
+
+
+def _sub(e: K.Expr):
+    yield e
+    for c in K.children(e):
+        yield from _sub(c)
 
 
 def _outer_only(lw: Lowerer, levels, k, arrvals, env, i, widths, stm):
@@ -240,14 +345,12 @@ def _outer_only(lw: Lowerer, levels, k, arrvals, env, i, widths, stm):
                          lambda j: _outer_only(lw, levels, k + 1, cols, renv, j, widths, stm))
 
 
-def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, outs, f, stm):
+def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, consume, stm):
     cur, upto, _ = levels[k]
     lam = cur.lam
     args = elements(lw, arrvals, idxs[k])
     if upto is None:
-        res = lw.apply(lam.params, lam.body, env, args, new_frame=True)
-        for o, (r, _) in zip(outs, res):
-            lw.emit(K.Store(o.data, f, r))
+        consume(lw.apply(lam.params, lam.body, env, args, new_frame=True))
         return
     penv = dict(env)
     penv.update({p.name: a for p, a in zip(lam.params, args)})
@@ -255,7 +358,7 @@ def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, outs, f, stm):
         inner = lam.body.stms[upto].exp
         cols = [lw.array(a, renv) for a in inner.arrs]
         check_width(lw, widths[k + 1], inner.arrs, cols, stm.loc, "map")
-        _level(lw, levels, k + 1, cols, renv, idxs, widths, outs, f, stm)
+        _level(lw, levels, k + 1, cols, renv, idxs, widths, consume, stm)
 
 
 # ---------------------------------------------------------------------------
