@@ -46,6 +46,10 @@ reduction over the rows of two matrices (matmul) is tried by gpu/tile2d.py
    sequential solve of a matrix row returns that row's length), the nest
    is the same flat loop and each element copies its rows into the output
    (flat_nest_rows; LocVolCalib's tridiagonal solves per strike and row).
+   The outermost function may first transpose one of its matrices
+   (`tr = transpose(p)`): all those transposes are one kernel before the
+   nest (transpose_rows), whose rows the nest then reads; a map that only
+   transposes its matrices is that kernel alone.
 3. One-dimensional maps already are one work-item per element (mc's
    segmap, with its Delayed fusion), except for the multicore row split of
    a flat A x B index (one iteration per row, for the CPU's caches): here
@@ -80,6 +84,9 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     done = tiled_map_reduce(lw, e, env, stm)
     if done is not None:
         return done
+    trs = _map_of_transpose(lw, e, env, stm)
+    if trs is not None:
+        return trs
     levels = perfect_nest(lw, e, env)
     if levels is not None:
         saved = (lw.live, lw.rest, lw.body_counts)
@@ -170,6 +177,11 @@ def perfect_nest(lw: Lowerer, e: ir.Map, env, rows: bool = False) -> Optional[li
                 break
             return None
         for s in body.stms[:-1]:
+            if not levels and _transposes_a_row(s, lam, host_shape):
+                bound.add(s.pat[0].name)
+                r, c = host_shape(s.exp.arr.name)
+                shapes[s.pat[0].name] = (c, r)
+                continue
             if not isinstance(s.exp, _CHEAP):
                 return None
             for v in s.pat:
@@ -196,12 +208,91 @@ def perfect_nest(lw: Lowerer, e: ir.Map, env, rows: bool = False) -> Optional[li
     return levels if len(levels) >= 2 else None
 
 
+def _transposes_a_row(s: ir.Let, lam: ir.Lambda, host_shape) -> bool:
+    """`tr = transpose(p)` for a parameter p of the outermost function that
+    is a matrix of a host-known shape (a row of a rank-3 input)."""
+    e = s.exp
+    if not isinstance(e, ir.Transpose) or len(s.pat) != 1:
+        return False
+    if e.arr.name not in {q.name for q in lam.params}:
+        return False
+    sh = host_shape(e.arr.name)
+    return sh is not None and len(sh) == 2
+
+
+def _map_of_transpose(lw: Lowerer, e: ir.Map, env, stm):
+    """map(p -> transpose(p), A) for a rank-3 A: transpose_rows(A)."""
+    lam = e.lam
+    b = lam.body
+    if (len(lam.params) != 1 or len(e.arrs) != 1 or len(b.stms) != 1
+            or not isinstance(b.stms[0].exp, ir.Transpose)
+            or b.stms[0].exp.arr.name != lam.params[0].name
+            or b.result != (b.stms[0].pat[0],)):
+        return None
+    a = lw.array(e.arrs[0], env)
+    if isinstance(a, K.KVar) or len(a.shape) != 3:
+        return None
+    n = lw.scalar(e.width, env)
+    check_width(lw, n, e.arrs, [a], stm.loc, "map")
+    return [transpose_rows(lw, a)]
+
+
+def transpose_rows(lw: Lowerer, a) -> Arr:
+    """The array of the transposes of a rank-3 array's rows, AT[k][j][i] =
+    A[k][i][j]: one work-item per element (coalesced writes). With no rows
+    its shape is (0, 0, 0), as Python mode's empty map gives."""
+    if isinstance(a, Delayed):
+        a = lw.materialise(a)
+    # the shape as expressions of a's (no new variables: flat_nest_rows
+    # reads it from a trial lowering)
+    w, r, c = a.shape
+    some = S.b("gt", w, ZERO)
+    out = lw.alloc("trs", a.elem, (w, K.Sel(some, c, ZERO), K.Sel(some, r, ZERO)))
+    rc = lw.let("rc", S.b("mul", r, c))
+
+    def body(f):
+        k = lw.let("tk", K.Bin("div", f, rc))
+        rest = lw.let("tr", S.b("sub", f, S.b("mul", k, rc)))
+        j = lw.let("tj", K.Bin("div", rest, r))
+        i = lw.let("ti", S.b("sub", rest, S.b("mul", j, r)))
+        src = S.b("add", S.b("mul", k, rc), S.b("add", S.b("mul", i, c), j))
+        lw.emit(K.Store(out.data, f, K.Load(a.data, src)))
+    lw.par_for("f", lw.let("tn", S.b("mul", w, rc)), body)
+    return out
+
+
+def _pretranspose(lw: Lowerer, levels: list, arrs: list) -> tuple[list, list]:
+    """levels and level-0 arrays where the outermost function's leading
+    `tr = transpose(p)` statements (perfect_nest accepts them) are replaced
+    by parameters bound to rows of transpose_rows of p's input: one kernel
+    for all rows instead of a transpose per element of the space."""
+    cur, upto, w = levels[0]
+    lam = cur.lam
+    pos = {q.name: k for k, q in enumerate(lam.params)}
+    keep, extra_params, extra_arrs = [], [], []
+    for k, s in enumerate(lam.body.stms):
+        e = s.exp
+        if (k < upto and isinstance(e, ir.Transpose) and e.arr.name in pos
+                and not isinstance(arrs[pos[e.arr.name]], K.KVar)):
+            extra_params.append(s.pat[0])
+            extra_arrs.append(transpose_rows(lw, arrs[pos[e.arr.name]]))
+        else:
+            keep.append(s)
+    if not extra_params:
+        return levels, arrs
+    lam2 = ir.Lambda(lam.params + tuple(extra_params), ir.Body(tuple(keep), lam.body.result),
+                     lam.ret)
+    cur2 = ir.Map(cur.width, lam2, cur.arrs)
+    return [(cur2, upto - len(extra_params), w)] + levels[1:], arrs + extra_arrs
+
+
 def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     """One parallel loop over the product of the nest's widths; iteration f
     is the element (i0, ..., i_{d-1}) of the row-major order."""
     widths = [lw.let("nw", w) for _, _, w in levels]
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
+    levels, arrs = _pretranspose(lw, levels, arrs)
     innermost = levels[-1][0].lam
     # an empty map has rows of length 0, as Python mode's empty result has
     shape, seen = [widths[0]], widths[0]
@@ -276,20 +367,43 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     def probe():
         def look(f, res):
             shapes.extend(r.shape if isinstance(r, (Arr, Delayed)) else () for r, _ in res)
-        _in_space(lw, levels, arrs0, env, widths, ZERO, look, stm)
-    _, aside = trial(lw, probe)
+        lv, av = _pretranspose(lw, levels, arrs0)
+        _in_space(lw, lv, av, env, widths, ZERO, look, stm)
+    owned = lw.scopes[-1].owned
+    held = len(owned)
+    try:
+        _, aside = trial(lw, probe)
+    finally:
+        del owned[held:]            # what the probe allocated is not emitted
     declared = set()
     for s in aside.stms:
         declared |= K.declared_vars(s)
+    # a shape the probe let-bound (a copy's dimensions) is its definition,
+    # when that is set once and reads only host values in the end
+    sets: dict = {}
+    for s in K.walk_stms(aside):
+        if isinstance(s, K.Set):
+            sets[s.var.name] = None if s.var.name in sets else s.value
+    hosted = []
     for sh in shapes:
+        row = []
         for x in sh:
+            for _ in range(32):
+                inner = K.expr_vars(x) & declared
+                if not inner or any(sets.get(v) is None for v in inner):
+                    break
+                x = K.rename_expr(x, {v: sets[v] for v in inner})   # substitutes
             if K.expr_vars(x) & declared or any(
                     isinstance(y, (K.Load, K.LocalId, K.GroupId)) for y in _sub(x)):
                 return None
+            row.append(x)
+        hosted.append(tuple(row))
+    shapes = hosted
     # -- decided: from here on, code is emitted
     widths = [lw.let("nw", w) for w in widths]
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
+    levels, arrs = _pretranspose(lw, levels, arrs)
     shape, seen = [widths[0]], widths[0]
     for w in widths[1:]:
         shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))

@@ -33,6 +33,17 @@ def sweeps(scales: ps.Array[ps.f32], m: M) -> ps.Array[M]:
 
 
 @ps.entry
+def transposes(a: ps.Array[ps.Array[ps.Array[ps.i64]]]) -> ps.Array[ps.Array[ps.Array[ps.i64]]]:
+    return ps.map(lambda m: ps.transpose(m), a)
+
+
+@ps.entry
+def columns(scales: ps.Array[ps.f32], a: ps.Array[M]) -> ps.Array[M]:
+    """A sweep down every column of every matrix: the transpose first."""
+    return ps.map(lambda m, s: ps.map(lambda c: prefix_row(c, s), ps.transpose(m)), a, scales)
+
+
+@ps.entry
 def ragged(ks: ps.Array[ps.i64], m: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.Array[ps.Array[ps.i64]]]:
     return ps.map(lambda k: ps.map(lambda r: ps.map(lambda j: r[0] + j, ps.iota(k)), m), ks)
 '''
@@ -83,3 +94,36 @@ def test_one_work_item_per_outer_and_row_element(tmp_path):
     # the element's indices come from div/mod of the flat index
     assert any(isinstance(s, K.Set) and isinstance(s.value, K.Bin) and s.value.op == "div"
                for s in body)
+
+
+@pytest.mark.parametrize("shape", [(0, 3, 4), (2, 0, 4), (2, 3, 0), (1, 1, 1), (3, 5, 7),
+                                   (4, 33, 65)])
+def test_transposes_of_rows_agree_with_python_mode(mods, shape):
+    """A map of transposes is one kernel (transpose_rows), and a nest whose
+    outer function transposes its matrix first reads the rows of that
+    kernel's result; empty shapes as Python mode gives them."""
+    py, cl = mods
+    a = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    want, got = py.transposes(a), cl.transposes(a)
+    assert np.asarray(got).shape == np.asarray(want).shape and np.array_equal(got, want)
+    f = (a % 7).astype(np.float32) / 8
+    scales = np.linspace(0.5, 1.0, shape[0], dtype=np.float32)
+    want, got = py.columns(scales, f), cl.columns(scales, f)
+    assert np.asarray(got).shape == np.asarray(want).shape and np.array_equal(got, want)
+
+
+def test_the_transpose_is_one_kernel_before_the_nest(tmp_path):
+    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.lower import Options
+    from pyshark.codegen.target import gpu_target
+    from pyshark.wrapper.backend import translate_and_check
+    src = tmp_path / "rows.py"
+    src.write_text(SOURCE)
+    m = build_kernels(translate_and_check(src), Options(), target=gpu_target(256, 65536, True))
+    f = next(f for f in m.functions if f.name.endswith("columns"))
+    pars = [s for s in K.walk_stms(f.body) if isinstance(s, K.ParFor)]
+    # the transposes first (no loop), then one element per (matrix, column)
+    # with its sweep, copying its row (besides, the empty space's ParFor)
+    assert not any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(pars[0].body))
+    rows = [p for p in pars if any(isinstance(s, K.CopyMem) for s in K.walk_stms(p.body))]
+    assert len(rows) == 1 and pars.index(rows[0]) > 0
