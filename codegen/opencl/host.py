@@ -122,6 +122,15 @@ class _FnGen:
             t = K.type_of(e.x)
             x, y = self.expr(e.x), self.expr(e.y)
             self.arith |= e.op not in _QUIET_BIN
+            if (e.op in ("div", "rem") and t.is_int and isinstance(e.y, K.KConst)
+                    and int(e.y.value) > 0):
+                # a positive constant divisor (sizes, chunk counts): numpy's
+                # floor // and % are C's truncating ones for x >= 0
+                zero = self.mod.const(t, 0)
+                py, slow = ("//", "idiv") if e.op == "div" else ("%", "irem")
+                self.loops += 1
+                tmp = f"_d{self.loops}"
+                return f"({tmp} {py} {y} if ({tmp} := {x}) >= {zero} else {slow}({tmp}, {y}))"
             cls = "f" if t.is_float else "i"
             tmpl = HOST_BIN.get((e.op, cls)) or HOST_BIN[e.op]
             m = self.mod.const(t, t.bits - 1) if e.op in ("shl", "shr") else ""

@@ -257,3 +257,29 @@ def test_bit_cast(frm, to, host_memory):
     out = np.zeros(len(x), to.dtype)
     assert lib.call("f", x, out, np.int64(len(x)), host_memory=host_memory) is None
     assert np.array_equal(out.view(np.uint8), x.view(to.dtype).view(np.uint8))
+
+
+@pytest.mark.parametrize("t", [t for t in ALL_TYPES if t.is_int], ids=str)
+def test_host_division_by_a_positive_constant(t):
+    """Host code spells x / C and x % C for a constant C > 0 with numpy's
+    // and % where x >= 0 (its floor is C's truncation there) and the exact
+    helpers otherwise: the values of kir.py's truncating division, MIN and
+    the negative numbers included."""
+    info = np.iinfo(t.dtype)
+    consts = [c for c in (1, 3, 7, 256, int(info.max)) if c <= info.max]
+    outs = []
+    for c in consts:
+        k = K.KConst(c, t)
+        outs += [(t, lambda x, k=k: K.Bin("div", x, k)), (t, lambda x, k=k: K.Bin("rem", x, k))]
+    lib = build(K.Module([multi("f", [t], outs, par=False)], []))
+    vals = [0, 1, 2, 255, 256, 257, -1, -2, -255, -256, -257, int(info.min),
+            int(info.min) + 1, int(info.max), int(info.max) - 1, 12345]
+    x = np.array([v for v in vals if info.min <= v <= info.max], dtype=t.dtype)
+    got = [np.zeros(len(x), t.dtype) for _ in outs]
+    assert lib.call("f", x, *got, np.int64(len(x)), host_memory=True) is None
+    for j, c in enumerate(consts):
+        q = [int(v) for v in x]
+        want_q = [abs(v) // c * (1 if v >= 0 else -1) for v in q]
+        want_r = [v - qq * c for v, qq in zip(q, want_q)]
+        assert [int(v) for v in got[2 * j]] == want_q, c
+        assert [int(v) for v in got[2 * j + 1]] == want_r, c
