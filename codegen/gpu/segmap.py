@@ -69,7 +69,7 @@ from .. import scalar as S
 from ..lower import Arr, Delayed, Lowerer, Scope, _product
 from ..lower_arrays import can_delay
 from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
-from ..mc.segmap import _row_split
+from ..mc.segmap import _row_split, store_row
 from ..usage import free_vars, use_counts
 from .common import can_fail, group_size, trial
 
@@ -426,15 +426,7 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
             if isinstance(r, Delayed):
                 r = lw.materialise(r)
                 owned = True
-            same = None
-            for x, y in zip(r.shape, sh):
-                c = S.b("eq", x, y)
-                same = c if same is None else S.land(same, c)
-            lw.check(same, "ShapeError",
-                     "map produced rows of different shapes (irregular array)", stm.loc)
-            lw.emit(K.CopyMem(K.PtrAdd(o.data, S.b("mul", f, rs)), r.data, rs))
-            if owned:
-                lw.emit(K.Free(r.base))
+            store_row(lw, o, r, owned, sh, f, rs, stm.loc)
     _emit_space(lw, levels, arrs, env, widths, total, store, stm)
     return outs
 

@@ -228,6 +228,21 @@ def _row_split(lw: Lowerer, e: ir.Map, env, n):
     return None
 
 
+def store_row(lw: Lowerer, out: Arr, r: Arr, owned: bool, shape: tuple, i: K.Expr,
+              size: K.Expr, loc) -> None:
+    """Row i of out (`size` elements) = r, which must have `shape` (else a
+    ShapeError: the map's result is irregular, as in Python mode); r is
+    freed when the caller owns it."""
+    same = None
+    for x, y in zip(r.shape, shape):
+        c = S.b("eq", x, y)
+        same = c if same is None else S.land(same, c)
+    lw.check(same, "ShapeError", "map produced rows of different shapes (irregular array)", loc)
+    lw.emit(K.CopyMem(K.PtrAdd(out.data, S.b("mul", i, size)), r.data, size))
+    if owned:
+        lw.emit(K.Free(r.base))
+
+
 def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm):
     # row shapes: 0 when the map is empty (as Python mode's empty result)
     shapes = [tuple(lw.var("rn", I64) for _ in range(t.rank)) if not isinstance(t, ScalarType)
@@ -276,16 +291,7 @@ def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm):
             if isinstance(t, ScalarType):
                 lw.emit(K.Store(o.data, i, r))
                 continue
-            same = None
-            for x, y in zip(r.shape, sh):
-                c = S.b("eq", x, y)
-                same = c if same is None else S.land(same, c)
-            lw.check(same, "ShapeError",
-                     "map produced rows of different shapes (irregular array)", stm.loc)
-            rs = lw.row_size(o)
-            lw.emit(K.CopyMem(K.PtrAdd(o.data, S.b("mul", i, rs)), r.data, rs))
-            if owned:
-                lw.emit(K.Free(r.base))
+            store_row(lw, o, r, owned, sh, i, lw.row_size(o), stm.loc)
     rest = lw.let("m", K.Sel(nonempty, S.b("sub", n, ONE), ZERO))
     lw.par_for("k", rest, body)
     return outs
