@@ -299,40 +299,31 @@ STRESS_CASES = ["cumsum_f32", "scan_last_nonzero", "cumsum_sq", "scan_compose",
                 "scan_segmented", "scan_max_f64"]
 
 
-@pytest.fixture(scope="module")
-def lookback_wrapper():
+@pytest.fixture(scope="module", params=["1", "0"], ids=["single-pass", "reduce-then-scan"])
+def scan_wrapper(request):
     """The opencl module compiled with the single-pass scan on
-    (PYSHARK_OPENCL_LOOKBACK=1), whatever the default."""
+    (PYSHARK_OPENCL_LOOKBACK=1, the default) or off (reduce-then-scan for
+    every scan)."""
     from pyshark.codegen.opencl import runtime
     if not runtime.available():
         pytest.skip("no OpenCL device")
     mp = pytest.MonkeyPatch()
-    mp.setenv("PYSHARK_OPENCL_LOOKBACK", "1")
+    mp.setenv("PYSHARK_OPENCL_LOOKBACK", request.param)
     try:
-        assert runtime.device().target().lookback
+        assert runtime.device().target().lookback == (request.param == "1")
         yield _wrapper("opencl")
     finally:
         mp.undo()
 
 
 @pytest.mark.parametrize("n", STRESS_SIZES)
-def test_single_pass_scan_stress(lookback_wrapper, n):
+def test_scan_stress(scan_wrapper, n):
     for name in STRESS_CASES:
         make, ref = CASES[name]
         args = make(_rng(name, n), n)
         want = ref(*args)
-        for _ in range(4):
-            assert_close(lookback_wrapper.invoke(name, *args), want)
-
-
-@pytest.mark.parametrize("n", STRESS_SIZES)
-def test_reduce_then_scan_stress(wrappers, n):
-    for name in STRESS_CASES:
-        make, ref = CASES[name]
-        args = make(_rng(name, n), n)
-        want = ref(*args)
-        for _ in range(2):
-            assert_close(wrappers["opencl"].invoke(name, *args), want)
+        for _ in range(3):
+            assert_close(scan_wrapper.invoke(name, *args), want)
 
 
 @pytest.mark.parametrize("n", [0, 1, 257, 3841, 2 ** 20 + 3])
