@@ -27,7 +27,7 @@ from pyshark.core.types import (
     BOOL, F32, F64, ScalarType, SArray, SRecord, SScalar, SType, STuple, stype_base, stype_rank)
 from pyshark.errors import InternalCompilerError, ShapeError
 
-from .device_array import is_device_array
+from .device_array import DeviceArray, is_device_array
 
 
 class Where:
@@ -434,13 +434,18 @@ def _fast_converter(st: SType, keep_device: bool = False):
             return lambda v: v if type(v) is nt else nt(v) if type(v) is float else _SLOW
         return lambda v: v if type(v) is nt else _SLOW
     if isinstance(st, SArray) and isinstance(stype_base(st), SScalar):
-        dt, k = stype_base(st).t.dtype, stype_rank(st)
-        if keep_device:
-            return lambda v: (v if (type(v) is np.ndarray and v.flags.c_contiguous
-                                    or is_device_array(v)) and v.dtype == dt and v.ndim == k
-                              else _SLOW)
-        return lambda v: (v if type(v) is np.ndarray and v.dtype == dt and v.ndim == k
-                          and v.flags.c_contiguous else _SLOW)
+        dt, k = np.dtype(stype_base(st).t.dtype), stype_rank(st)
+        ndarray = np.ndarray
+
+        def array(v):
+            t = type(v)
+            if t is ndarray:
+                return (v if (v.dtype is dt or v.dtype == dt) and v.ndim == k
+                        and v.flags.c_contiguous else _SLOW)
+            if keep_device and (t is DeviceArray or is_device_array(v)):
+                return v if (v.dtype is dt or v.dtype == dt) and len(v.shape) == k else _SLOW
+            return _SLOW
+        return array
     return lambda v: _SLOW
 
 
@@ -457,7 +462,10 @@ def bind_args(entry, args: tuple, kwargs: dict, keep_device: bool = False) -> li
             fast = _FAST[(id(entry), keep_device)] = (
                 entry, [_fast_converter(p.stype, keep_device) for p in params])
         out = [f(v) for f, v in zip(fast[1], args)]
-        if not any(o is _SLOW for o in out):
+        for o in out:
+            if o is _SLOW:
+                break
+        else:
             return out
         return [convert_arg(p.stype, v, p.name, keep_device) if o is _SLOW else o
                 for p, v, o in zip(params, args, out)]

@@ -36,6 +36,7 @@ from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest
 from .. import kir as K
 from ..lower import symbol
 from ..marshal import error_from
+from .caller import make_caller
 from .emit_cl import HEAP_FULL
 
 CL_FILE = "kernels.cl"
@@ -111,6 +112,14 @@ class _Caller:
         self.convs = [self._scalar_param(dt) if r == 0 else self._array_param(dt)
                       for dt, r in self.params]
         self.plain_output = self.flat.scalar_result      # one scalar: nothing to keep or unflatten
+        # the generated straight-line call path (caller.py), where it applies
+        self.fast = make_caller(entry, device_arrays, dict(
+            dev=dev, kernels=kernels, heap=self.heap, fn=fn, messages=messages,
+            Call=runtime.Call, LOCK=runtime.LOCK, DevMem=runtime.DevMem,
+            device_array=runtime.device_array, HeapFull=runtime.HeapFull,
+            HEAP_FULL=HEAP_FULL, error_from=error_from, Lazy=_Lazy,
+            elsewhere=self._elsewhere))
+        self._call = self.fast or self._call
 
     @staticmethod
     def _scalar_param(dt):
@@ -134,10 +143,13 @@ class _Caller:
 
     def _device_arg(self, v):
         if v.device is not self.dev:
-            raise ValueError(f"a DeviceArray argument lives on the OpenCL device {v.device.name}, "
-                             f"this module runs on {self.dev.name}: pass np.asarray(value) "
-                             f"(a copy through the host)")
+            raise ValueError(self._elsewhere(v))
         return (v._mem, v._off)
+
+    def _elsewhere(self, v) -> str:
+        return (f"a DeviceArray argument lives on the OpenCL device {v.device.name}, "
+                f"this module runs on {self.dev.name}: pass np.asarray(value) "
+                f"(a copy through the host)")
 
     def __call__(self, canon_args: list):
         """One call; again with larger work-item heaps while a kernel's

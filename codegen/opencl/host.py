@@ -177,7 +177,8 @@ class _FnGen:
             size = 8 if isinstance(elem, K.Ptr) else max(elem.bits // 8, 1)
             v = self.name(s.var)
             self.emit(ind, f"_n = {self.expr(s.count)}")
-            self.emit(ind, f"{v} = rt.alloc(_n, '{kind}')")
+            how = "alloc_zeroed" if s.zeroed else "alloc"
+            self.emit(ind, f"{v} = rt.{how}(_n, '{kind}')")
             self.emit(ind, f"if {v} is None:")
             self.emit(ind, f"    return rt.fail(6, {self.mod.alloc_msg()}, (int(_n), {size}))")
         elif isinstance(s, K.Free):
@@ -228,13 +229,14 @@ class _FnGen:
 
     def function(self) -> list[str]:
         """The function's lines; its body runs under np.errstate(all="ignore")
-        (wrapping arithmetic stays quiet) only when it computes with numpy
-        scalars (entering errstate costs about a microsecond a call)."""
+        (wrapping arithmetic stays quiet; hostprims.quiet_set) only when it
+        computes with numpy scalars (even that costs a little every call)."""
         params = "".join(f", {self.name(p)}" for p in self.f.params)
         self.block(self.f.body, "    ")
         body = self.lines + ["    return None"]
         if self.arith:
-            body = ["    with errstate(all='ignore'):"] + ["    " + ln for ln in body]
+            body = (["    _quiet = quiet_set(QUIET)", "    try:"] + ["    " + ln for ln in body]
+                    + ["    finally:", "        quiet_reset(_quiet)"])
         return [f"def {self.f.name}(rt{params}):"] + body + [""]
 
 
