@@ -234,9 +234,16 @@ class Alloc:
     """var = fresh memory for `count` (i64) elements of var.type.elem, 16-byte
     aligned, uninitialised; releasable with C free(). count <= 0 allocates a
     minimal block. Fails with MemoryError when the size overflows or the
-    allocation fails."""
+    allocation fails.
+
+    zeroed=True: the elements are 0, and the code that uses them leaves
+    them 0 again before the block is freed, so a runtime may serve such
+    blocks from a persistent zeroed pool with no clearing pass (the opencl
+    runtime does, runtime.Call.alloc_zeroed; gpu/segred.py's single-pass
+    reduction counts its groups in one)."""
     var: KVar
     count: Expr
+    zeroed: bool = False
 
 
 @dataclass(frozen=True)

@@ -377,7 +377,8 @@ class _Interp:
         else:
             if n * elem.dtype.itemsize > self.max_alloc_bytes:
                 raise _Failure(K.ERROR_CODES["MemoryError"], -1, [count])
-            arr = np.full(n * elem.dtype.itemsize, GARBAGE_BYTE, np.uint8).view(elem.dtype)
+            arr = np.full(n * elem.dtype.itemsize, 0 if s.zeroed else GARBAGE_BYTE,
+                          np.uint8).view(elem.dtype)
         self.allocs[id(arr)] = arr
         self.assign(s.var, Buffer(arr), env, frozen)
 

@@ -43,7 +43,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
         elif isinstance(s, K.Store):
             out.append(f"{ind}{pretty_expr(s.ptr)}[{pretty_expr(s.index)}] = {pretty_expr(s.value)}")
         elif isinstance(s, K.Alloc):
-            out.append(f"{ind}{s.var.name}: {s.var.type!r} = alloc({pretty_expr(s.count)})")
+            what = "alloc_zeroed" if s.zeroed else "alloc"
+            out.append(f"{ind}{s.var.name}: {s.var.type!r} = {what}({pretty_expr(s.count)})")
         elif isinstance(s, K.Free):
             out.append(f"{ind}free({pretty_expr(s.ptr)})")
         elif isinstance(s, K.CopyMem):

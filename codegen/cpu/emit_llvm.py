@@ -624,6 +624,9 @@ class _FnEmitter:
         self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
         self.goto(ok_bb)
         b.position_at_end(ok_bb)
+        if s.zeroed:
+            memset = self.decls.get("llvm.memset.p0.i64", _VOID, [_PTR, _I8, _I64, _I1])
+            b.call(memset, [b.load(slot), _I8(0), b.mul(n, _I64(size)), _I1(0)])
 
 
 # ---------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from pyshark.core import ir
-from pyshark.core.types import BOOL, I64, ScalarType
+from pyshark.core.types import I32, I64, U32, U64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
@@ -347,9 +347,34 @@ def group_count(lw: Lowerer, n: K.Expr, per_group: int) -> K.Expr:
     in groups of G: 8 groups of 256 per compute unit on an H100), no more
     than ceil(n / per_group), at least 1."""
     G = lw.options.target.group_size
-    most = lw.let("most", S.b("div", S.b("mul", K.NumThreads(), S.const(32, I64)),
+    fill = lw.options.target.fill
+    most = lw.let("most", S.b("div", S.b("mul", K.NumThreads(), S.const(fill, I64)),
                                S.const(G, I64)))
     most = lw.let("most", K.Sel(S.b("ge", most, ONE), most, ONE))
     want = lw.let("want", ceil_div(n, S.const(per_group, I64)))
     ng = lw.let("ng", K.Sel(S.b("lt", want, most), want, most))
     return lw.let("ng", K.Sel(S.b("ge", ng, ONE), ng, ONE))
+
+
+# -- one 64-bit word for a 32-bit value and its flag (segscan.py, segred.py)
+
+def packs(types: list, target) -> bool:
+    """Whether a block's (flag, value) fits one 64-bit atomic word: one
+    32-bit value (and 64-bit atomics). Only then is the single pass used:
+    OpenCL 1.2 has no fence across work-groups (NVIDIA spells mem_fence as
+    membar.cta), so a value and its flag must travel in one atomic access."""
+    return (target.atomics64 and len(types) == 1 and types[0].bits == 32
+            and types[0] is not K.BOOL)
+
+
+def pack(flag: int, x: K.Expr) -> K.Expr:
+    """The status word (flag << 32) | bits(x) of a 32-bit value x."""
+    bits = x if K.type_of(x) is U32 else K.Cast(U32, x, bits=True)
+    return S.b("or", S.const(flag << 32, U64), K.Cast(U64, bits))
+
+
+def unpack(w: K.Expr, t) -> tuple[K.Expr, K.Expr]:
+    """(flag as i32, value as t) of a status word."""
+    flag = K.Cast(I32, S.b("shr", w, S.const(32, U64)))
+    low = K.Cast(U32, w)
+    return flag, (low if t is U32 else K.Cast(t, low, bits=True))

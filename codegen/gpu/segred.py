@@ -31,7 +31,7 @@ declined (the mc/ algorithm runs).
 from __future__ import annotations
 
 from pyshark.core import ir
-from pyshark.core.types import I64
+from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
@@ -39,7 +39,8 @@ from ..lower import Delayed, Lowerer
 from ..mc.common import all_scalar, check_width, elements
 from .common import can_fail, group_for, group_size, local_alloc, trial
 from .group import (ONE, ZERO, fold_contiguous, fold_strided, group_count, in_range_index,
-                    is_commutative, lambda_op, local_bytes, new_vars, tree_reduce, when)
+                    is_commutative, lambda_op, local_bytes, new_vars, pack, packs,
+                    tree_reduce, unpack, when)
 
 
 def op_can_fail(lw: Lowerer, lam, env) -> bool:
@@ -102,8 +103,10 @@ def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
 
 def group_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
                  commutative: bool) -> list:
-    """The two stages (module docstring) at host level; returns host
-    variables holding the result."""
+    """The two stages (module docstring) at host level, or the single pass
+    where it applies; returns host variables holding the result."""
+    if lw.options.target.lookback and packs(types, lw.options.target):
+        return one_pass_reduce(lw, op, types, neutral, elem, n, commutative)
     G = group_size(lw)
     cG = S.const(G, I64)
     ng = group_count(lw, n, G)
@@ -139,4 +142,76 @@ def group_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
     out = [lw.let("red", K.Load(p, ZERO)) for p in partials]
     for p in partials:
         lw.emit(K.Free(p))
+    return out
+
+
+def one_pass_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,
+                    commutative: bool) -> list:
+    """Both stages in one launch, the last group to finish doing stage 2
+    (the "last block" reduction of CUDA's threadFenceReduction sample and
+    of CUB's single-pass reductions). Each group publishes its partial and
+    its "done" flag in one 64-bit word (segscan.pack: OpenCL 1.2 has no
+    fence across groups, so what must be seen together travels in one
+    atomic access), then takes a ticket; the group with the last ticket
+    folds the ng words in the order stage 2 would, reading each with an
+    AtomicLoad until its flag shows (it was published before its ticket,
+    so the wait is short and never on a group that has not started), and
+    sets every word and the ticket counter back to 0. The words live in a
+    zeroed Alloc (kir.Alloc.zeroed), which the opencl runtime keeps from
+    call to call, so no launch clears them: a sum is one kernel launch. One
+    32-bit accumulator (segscan.packs); the same result as two stages."""
+    (t,) = types
+    G = group_size(lw)
+    cG = S.const(G, I64)
+    ng = group_count(lw, n, G)
+    T = lw.let("nitems", S.b("mul", ng, cG))
+    words = lw.var("words", K.Ptr(U64))          # ng (flag, partial) words, then the tickets
+    lw.emit(K.Alloc(words, S.b("add", ng, ONE), zeroed=True))
+    res = lw.var("res", K.Ptr(t))
+    lw.emit(K.Alloc(res, ONE))
+    fold = fold_strided if commutative else fold_contiguous
+    zero64 = S.const(0, U64)
+
+    def body(i):
+        locs = [local_alloc(lw, "red", t, G)]
+        last = local_alloc(lw, "last", I32, 1)
+        lid = lw.let("lid", K.LocalId())
+        lane0 = S.b("eq", lid, ZERO)
+        accs = new_vars(lw, "acc", types, list(neutral))
+        fold(lw, op, accs, elem, n, i, T, ZERO, n)
+        tot = tree_reduce(lw, op, locs, accs, lid, G)
+
+        def publish():
+            grp = lw.let("grp", K.GroupId())
+            lw.emit(K.AtomicUpdate(words, grp, lw.var("o", U64), pack(1, tot[0])))
+            ticket = lw.var("ticket", U64)
+            lw.emit(K.AtomicUpdate(words, ng, ticket, S.b("add", ticket, S.const(1, U64))))
+            is_last = S.b("eq", ticket, K.Cast(U64, S.b("sub", ng, ONE)))
+            lw.emit(K.Store(last, ZERO, K.Sel(is_last, S.const(1, I32), S.const(0, I32))))
+        when(lw, lane0, publish)
+        lw.emit(K.Barrier())
+
+        def partial(j):
+            """Group j's partial, once published; its word back to 0."""
+            w = new_vars(lw, "w", [U64], [zero64])[0]
+            lw.emit(K.AtomicLoad(w, words, j))
+            with lw.block() as wait:
+                lw.emit(K.AtomicLoad(w, words, j))
+            flag, x = unpack(w, t)
+            lw.emit(K.While(S.b("eq", flag, S.const(0, I32)), wait[0]))
+            x = lw.let("p", x)
+            lw.emit(K.Store(words, j, zero64))
+            return [x]
+
+        def stage2():
+            accs2 = new_vars(lw, "acc", types, list(neutral))
+            fold(lw, op, accs2, partial, ng, lid, cG, ZERO, ng)
+            tot2 = tree_reduce(lw, op, locs, accs2, lid, G)
+            when(lw, lane0, lambda: [lw.emit(K.Store(res, ZERO, tot2[0])),
+                                     lw.emit(K.Store(words, ng, zero64))])
+        when(lw, S.b("ne", K.Load(last, ZERO), S.const(0, I32)), stage2)
+    group_for(lw, "g", T, body)
+    out = [lw.let("red", K.Load(res, ZERO))]
+    lw.emit(K.Free(res))
+    lw.emit(K.Free(words))
     return out

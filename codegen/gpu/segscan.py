@@ -51,7 +51,7 @@ are declined (the mc/ algorithm runs).
 from __future__ import annotations
 
 from pyshark.core import ir
-from pyshark.core.types import I32, I64, U32, U64
+from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
@@ -60,7 +60,8 @@ from ..mc.common import all_scalar, check_width
 from .common import group_for, group_size, local_alloc
 from .group import (ONE, ZERO, block_scan, ceil_div, fold_contiguous, fold_strided,
                     group_count, is_commutative, lambda_op, load_all, local_bytes, new_vars,
-                    set_all, tile_down, tile_elems, tile_up, tree_reduce, when)
+                    pack, packs, set_all, tile_down, tile_elems, tile_up, tree_reduce, unpack,
+                    when)
 from .segred import element_fn, op_can_fail, safe_inputs
 
 
@@ -103,28 +104,6 @@ LOOKBACK_FIXED = 64 + 4 * 256   # the block index, the window's flags
 # Block states (the high half of status[b]): nothing published yet, the
 # block's aggregate, its inclusive prefix (the low half: the value's bits).
 FLAG_X, FLAG_A, FLAG_P = 0, 1, 2
-
-
-def packs(types: list, target) -> bool:
-    """Whether a block's (flag, value) fits one 64-bit atomic word: one
-    32-bit value (and 64-bit atomics). Only then is the single pass used:
-    OpenCL 1.2 has no fence across work-groups (NVIDIA spells mem_fence as
-    membar.cta), so a value and its flag must travel in one atomic access."""
-    return (target.atomics64 and len(types) == 1 and types[0].bits == 32
-            and types[0] is not K.BOOL)
-
-
-def pack(flag: int, x: K.Expr) -> K.Expr:
-    """The status word (flag << 32) | bits(x) of a 32-bit value x."""
-    bits = x if K.type_of(x) is U32 else K.Cast(U32, x, bits=True)
-    return S.b("or", S.const(flag << 32, U64), K.Cast(U64, bits))
-
-
-def unpack(w: K.Expr, t) -> tuple[K.Expr, K.Expr]:
-    """(flag as i32, value as t) of a status word."""
-    flag = K.Cast(I32, S.b("shr", w, S.const(32, U64)))
-    low = K.Cast(U32, w)
-    return flag, (low if t is U32 else K.Cast(t, low, bits=True))
 
 
 def lookback_scan_into(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr,

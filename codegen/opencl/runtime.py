@@ -220,11 +220,12 @@ class DevMem:
     """One device allocation of `count` elements of `dtype`. `home`: the
     Device whose pool gets the block back when this dies (set once it backs
     a DeviceArray; a call's other blocks are released by the call)."""
-    __slots__ = ("buf", "dtype", "count", "home", "__weakref__")
+    __slots__ = ("buf", "dtype", "count", "home", "zeroed", "__weakref__")
 
-    def __init__(self, buf, dtype: np.dtype, count: int):
+    def __init__(self, buf, dtype: np.dtype, count: int, zeroed: bool = False):
         self.buf, self.dtype, self.count = buf, dtype, count
         self.home = None
+        self.zeroed = zeroed        # a block of the Device's zeroed pool (Call.alloc_zeroed)
 
     def __del__(self):
         # any thread, any time (even at interpreter exit): only queue the block
@@ -270,6 +271,7 @@ class Device:
         self.launchers: dict = {}       # (id(kernel), wg, kinds, can_fail) -> _Launcher
         self.pending: list = []         # transfers in flight (pyopencl NannyEvents)
         self.graveyard: list = []       # buffers of dead DeviceArrays, freed under the lock
+        self.zeroed: list = []          # zeroed blocks not in use (Call.alloc_zeroed)
 
     def __repr__(self) -> str:
         return f"<OpenCL device {self.name}>"
@@ -296,10 +298,12 @@ class Device:
         flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "1") == "1"
         # iterations per work-item of streaming kernels (gpu/coarsen.py; 1: off)
         coarsen = int(os.environ.get("PYSHARK_OPENCL_COARSEN", "4"))
+        # work-items of a pass over an array, per unit of NumThreads (gpu/group.group_count)
+        fill = int(os.environ.get("PYSHARK_OPENCL_FILL", "32"))
         return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions,
-                          lookback=lookback, flatten=flatten, coarsen=coarsen)
+                          lookback=lookback, flatten=flatten, coarsen=coarsen, fill=fill)
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,
@@ -335,6 +339,20 @@ class Device:
                 return self.pool.allocate(nbytes)
             except (cl.Error, MemoryError):
                 return None
+
+    def take_zeroed(self, nbytes: int):
+        """A block of at least nbytes, all zero: one the kernels gave back
+        zeroed (kir.Alloc.zeroed), or a new one, cleared once."""
+        for k, buf in enumerate(self.zeroed):
+            if buf.size >= nbytes:
+                return self.zeroed.pop(k)
+        cl = self.cl
+        try:
+            buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
+            cl.enqueue_copy(self.queue, buf, np.zeros(nbytes, np.uint8))
+        except (cl.Error, MemoryError):
+            return None
+        return buf
 
     def drain(self):
         """Returns the blocks of dead DeviceArrays to the pool."""
@@ -422,6 +440,9 @@ class Call:
     Use under LOCK; `run(fn, args)` runs a host function, `release()`
     (always, in a finally) ends the call."""
 
+    __slots__ = ("dev", "heap", "cl", "queue", "nthreads", "kernels", "owned", "mirrors",
+                 "dirty", "unchecked")
+
     def __init__(self, dev: Device, kernels: list, heap: dict | None = None):
         self.dev = dev
         # {"stride": bytes}: the work-item heap of kernels that allocate,
@@ -503,21 +524,39 @@ class Call:
     def alloc(self, count, kind: str):
         """A pointer to a fresh block of max(count, 1) elements; None when the
         size overflows or the device cannot allocate it."""
-        n = max(int(count), 1)
-        if kind == "ptr":
+        n = int(count)
+        if n < 1:
+            n = 1
+        dt = _DTYPES.get(kind)
+        if dt is None:                                      # "ptr"
             if n > (1 << 28):
                 return None
             return (np.full(n, None, dtype=object), 0)      # arrays of pointers: host memory
-        dt = _DTYPES[kind]
-        if n > ((1 << 63) - _MIN_BLOCK) // dt.itemsize:
-            return None
+        # Python ints: a size too large for the device is too large for max_alloc
         nbytes = -(-(n * dt.itemsize) // _MIN_BLOCK) * _MIN_BLOCK
-        if nbytes > self.dev.max_alloc:
+        dev = self.dev
+        if nbytes > dev.max_alloc:
             return None
-        buf = self.dev.allocate(nbytes)
+        buf = dev.allocate(nbytes)
         if buf is None:
             return None
         mem = DevMem(buf, dt, n)
+        self.owned[id(mem)] = mem
+        return (mem, 0)
+
+    def alloc_zeroed(self, count, kind: str):
+        """kir.Alloc(zeroed=True): a block of max(count, 1) zero elements,
+        from the device's zeroed blocks (the kernels that use it leave it
+        zero, so it goes back there, never to the pool); None as alloc."""
+        n = max(int(count), 1)
+        dt = _DTYPES[kind]
+        nbytes = -(-(n * dt.itemsize) // _MIN_BLOCK) * _MIN_BLOCK
+        if nbytes > self.dev.max_alloc:
+            return None
+        buf = self.dev.take_zeroed(nbytes)
+        if buf is None:
+            return None
+        mem = DevMem(buf, dt, n, zeroed=True)
         self.owned[id(mem)] = mem
         return (mem, 0)
 
@@ -526,10 +565,14 @@ class Call:
             return
         mem = p[0]
         if isinstance(mem, DevMem):
-            self.mirrors.pop(mem, None)
-            self.dirty.pop(mem, None)
+            if self.mirrors or self.dirty:
+                self.mirrors.pop(mem, None)
+                self.dirty.pop(mem, None)
             if self.owned.pop(id(mem), None) is not None:
-                mem.buf.release()
+                if mem.zeroed:
+                    self.dev.zeroed.append(mem.buf)
+                else:
+                    mem.buf.release()
 
     def detach(self, p):
         """Takes a result's block out of the call (it outlives it, in a
@@ -553,7 +596,10 @@ class Call:
         finally:
             if self.owned:
                 for mem in self.owned.values():
-                    mem.buf.release()
+                    if mem.zeroed:
+                        self.dev.zeroed.append(mem.buf)
+                    else:
+                        mem.buf.release()
                 self.owned.clear()
                 self.dev.trim()
             self.mirrors.clear()

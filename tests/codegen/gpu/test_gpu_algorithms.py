@@ -224,9 +224,12 @@ def test_kernel_ir_uses_work_group_parfors():
             assert groups[0] is None and all(g == 256 for g in groups[1:]), (name, groups)
         elif name != "partition_half":
             assert all(g == 256 for g in groups), (name, groups)
-    # reduce: stage 1 and stage 2; scan: one single-pass kernel after zeroing
-    # the block states; filter: three kernels
-    assert len(_parfors(fns["sum_f32"])) == 2
+    # reduce of one 32-bit value: one kernel (its last group does stage 2);
+    # of a tuple: stage 1 and stage 2; scan: one single-pass kernel after
+    # zeroing the block states; filter: three kernels
+    assert len(_parfors(fns["sum_f32"])) == 1
+    assert len(_parfors(fns["last_nonzero"])) == 1
+    assert len(_parfors(fns["compose"])) == 2
     assert _parfors(fns["cumsum_f32"], zeroing=True) == [None, 256]
     assert _parfors(fns["scan_compose"], zeroing=True) == [256, 256, 256]   # no packing
     assert len(_parfors(fns["filter_mod3"])) == 3
@@ -259,9 +262,28 @@ def test_single_pass_scan_publishes_flag_and_value_in_one_word():
         assert _parfors(fns[name], zeroing=True) == [256, 256, 256], name
 
 
+def test_single_pass_reduce_counts_groups_in_a_zeroed_block():
+    """The one-launch reduction: its (flag, partial) words and ticket counter
+    in one zeroed Alloc (no clearing launch; the last group sets them back
+    to 0), every publication an atomic exchange of one 64-bit word, every
+    read of another group's word an AtomicLoad."""
+    from pyshark.codegen import kir as K
+    from pyshark.codegen.gpu.common import walk
+    from pyshark.codegen.kir_pretty import pretty_function
+    from pyshark.core.types import U64
+    for name in ("sum_f32", "max_i32", "last_nonzero"):
+        f = _kernels()[name]
+        allocs = [s for s in walk(f.body) if isinstance(s, K.Alloc)]
+        assert [s.var.type.elem for s in allocs if s.zeroed] == [U64], name
+        assert any(isinstance(s, K.AtomicLoad) for s in walk(f.body)), name
+        assert sum(isinstance(s, K.AtomicUpdate) for s in walk(f.body)) == 2, name
+        assert "alloc_zeroed(" in pretty_function(f), name
+
+
 def test_reduce_then_scan_without_lookback():
     fns = _kernels(lookback=False)
     assert _parfors(fns["cumsum_f32"], zeroing=True) == [256, 256, 256]
+    assert len(_parfors(fns["sum_f32"])) == 2
     from pyshark.codegen import kir as K
     from pyshark.codegen.gpu.common import walk
     assert not any(isinstance(s, K.AtomicLoad) for s in walk(fns["cumsum_f32"].body))
@@ -296,14 +318,17 @@ def test_small_float_sums_keep_the_order(wrappers):
 # since a publication race would show up only now and then.
 STRESS_SIZES = [0, 1, 255, 256, 257, 3839, 3840, 3841, 2 ** 20 + 3, 2 ** 22 + 1]
 STRESS_CASES = ["cumsum_f32", "scan_last_nonzero", "cumsum_sq", "scan_compose",
-                "scan_segmented", "scan_max_f64"]
+                "scan_segmented", "scan_max_f64",
+                # the single-pass reduction (and, in between, its zeroed block
+                # reused by every size and entry)
+                "sum_f32", "max_i32", "last_nonzero"]
 
 
 @pytest.fixture(scope="module", params=["1", "0"], ids=["single-pass", "reduce-then-scan"])
 def scan_wrapper(request):
-    """The opencl module compiled with the single-pass scan on
+    """The opencl module compiled with the single-pass scan and reduction on
     (PYSHARK_OPENCL_LOOKBACK=1, the default) or off (reduce-then-scan for
-    every scan)."""
+    every scan, two stages for every reduction)."""
     from pyshark.codegen.opencl import runtime
     if not runtime.available():
         pytest.skip("no OpenCL device")
