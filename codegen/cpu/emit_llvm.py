@@ -32,6 +32,7 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   overflows or a NULL result is `Fail("MemoryError", ALLOC_FAIL_MESSAGE,
   (count, elem_size))`. emit_module appends ALLOC_FAIL_MESSAGE to
   `m.messages` (via `Module.message`) when the module has an Alloc.
+  `zeroed=True` then clears it (llvm.memset).
 - Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes.
 - Fail in host code: store code, msg and args (unused args = 0) into ctx,
   return the code. Inside a ParFor: cmpxchg ctx->code from 0 to the code;

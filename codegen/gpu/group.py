@@ -343,8 +343,9 @@ def tile_down(lw: Lowerer, op: Op, types: list, store: Callable[[K.Expr, list], 
 
 def group_count(lw: Lowerer, n: K.Expr, per_group: int) -> K.Expr:
     """How many groups a pass over n elements uses: enough to fill the
-    device (NumThreads, the device's compute units x 64, times 32 work-items
-    in groups of G: 8 groups of 256 per compute unit on an H100), no more
+    device (NumThreads, the device's compute units x 64, times Target.fill
+    work-items, 32 by default, in groups of G: 8 groups of 256 per compute
+    unit on an H100), no more
     than ceil(n / per_group), at least 1."""
     G = lw.options.target.group_size
     fill = lw.options.target.fill
