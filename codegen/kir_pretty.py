@@ -41,7 +41,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
         if isinstance(s, K.Set):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = {pretty_expr(s.value)}")
         elif isinstance(s, K.Store):
-            out.append(f"{ind}{pretty_expr(s.ptr)}[{pretty_expr(s.index)}] = {pretty_expr(s.value)}")
+            nt = "  # nontemporal" if s.nontemporal else ""
+            out.append(f"{ind}{pretty_expr(s.ptr)}[{pretty_expr(s.index)}] = {pretty_expr(s.value)}{nt}")
         elif isinstance(s, K.Alloc):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = alloc({pretty_expr(s.count)})")
         elif isinstance(s, K.Free):
