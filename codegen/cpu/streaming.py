@@ -8,7 +8,7 @@ emit_parfor.py) write whole lines past the caches without reading them.
 They also leave nothing in the cache: a result read again soon comes back
 from memory instead of from L2/L3, and a result that fits in the caches
 gains nothing (in a C test with hot caches, 1 MiB results were 1.7x
-slower). So they are used only where both hold:
+slower). So they are used only where all hold:
 
 - *Written once, read later by someone else.* A ParFor statement
   `buf[i] = v` at the top level of its body (unconditional, i the counter:
@@ -18,9 +18,16 @@ slower). So they are used only where both hold:
   pointer: an entry result); so neither the loop nor anything after it in
   the entry reads it. This is the result of a chain of maps that the
   middle end fused into one loop; a materialised intermediate is read
-  again in the entry and keeps ordinary stores. The body has no inner
-  loop: a body with one spends its time computing rather than moving
-  memory, and would gain nothing.
+  again in the entry and keeps ordinary stores.
+- *Memory bound.* The body has no inner loop and does at most
+  OPS_PER_BYTE operations per byte it loads and stores (a math library
+  call counting LIBM_OPS): otherwise the loop spends its time computing,
+  the memory traffic saved is hidden, and the block copy of the spelling
+  costs (Black-Scholes, 2^24 options, both threads, interleaved calls:
+  32.3 ms ordinary, 33.6 ms streaming; saxpy's 2 operations per 12 bytes
+  stream). 2 per byte is roughly where a 2-core AVX2 machine's arithmetic
+  meets its memory bandwidth (16 f32 operations per 8-byte element run
+  ~5 G elements/s, ~40 GB/s).
 - *Large.* The ParFor becomes `if count >= C: ParFor(marked) else
   ParFor(as before)`, C elements making STREAM_MIN_BYTES of marked stores
   (all marked arrays together). Measured here (2 cores with 2 MiB of L2
@@ -45,6 +52,10 @@ from pyshark.core.types import I64, ScalarType
 from .. import kir as K
 
 STREAM_MIN_BYTES = 32 << 20
+OPS_PER_BYTE = 2            # memory_bound: above this, computation bounds a loop
+LIBM_OPS = 20               # what a math library call counts as
+_LIBM = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+                   "atan", "sinh", "cosh", "tanh", "pow", "atan2"})
 
 
 def stream_stores(m: K.Module, min_bytes: int | None = None) -> K.Module:
@@ -97,6 +108,8 @@ def streamable_stores(p: K.ParFor, fresh: set) -> set:
         return set()
     if any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(p.body)):
         return set()
+    if not memory_bound(p.body):
+        return set()
     cands = {}
     for s in p.body.stms:
         if (isinstance(s, K.Store) and isinstance(s.ptr, K.KVar) and s.ptr.name in fresh
@@ -115,6 +128,34 @@ def streamable_stores(p: K.ParFor, fresh: set) -> set:
             other |= K.expr_vars(e)
     return {id(s) for name, cs in cands.items() if name not in other and name not in declared
             for s in cs}
+
+
+def memory_bound(body: K.Block) -> bool:
+    """Whether a loop body does little enough work per byte it loads and
+    stores that memory, not computation, bounds the loop: at most
+    OPS_PER_BYTE operations per byte, a math library call (exp, log, pow,
+    ...) counting LIBM_OPS."""
+    ops = 0
+    nbytes = 0
+    loads = set()                       # the same load twice is one
+
+    def walk(e):
+        nonlocal ops
+        if isinstance(e, K.Load):
+            loads.add(e)
+        elif isinstance(e, (K.Bin, K.Un)) and e.op in _LIBM:
+            ops += LIBM_OPS
+        elif isinstance(e, (K.Bin, K.Un, K.Cast, K.Sel)):
+            ops += 1
+        for c in K.children(e):
+            walk(c)
+    for s in K.walk_stms(body):
+        if isinstance(s, K.Store):
+            nbytes += _type_bytes(K.type_of(s.value))
+        for e in K.stm_exprs(s):
+            walk(e)
+    nbytes += sum(_type_bytes(K.type_of(e)) for e in loads)
+    return ops <= OPS_PER_BYTE * nbytes
 
 
 def _fresh_unread(f: K.Function) -> set:
@@ -147,5 +188,10 @@ def _fresh_unread(f: K.Function) -> set:
 
 
 def _elem_bytes(s: K.Store) -> int:
-    t = K.type_of(s.value)
+    return _type_bytes(K.type_of(s.value))
+
+
+def _type_bytes(t) -> int:
+    if isinstance(t, K.Ptr):
+        return 8
     return 1 if t is K.BOOL else t.bits // 8

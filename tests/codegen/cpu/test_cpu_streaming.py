@@ -108,6 +108,19 @@ def test_leaves_a_body_with_a_loop():
     assert not marked(S.stream_stores(fresh_map(*body, store=st), min_bytes=0))
 
 
+def test_leaves_a_compute_bound_body():
+    x = K.Load(xs, i)
+    heavy = K.Store(out, i, K.Bin("add", K.Un("exp", x), K.Un("log", x)))
+    assert not marked(S.stream_stores(fresh_map(store=heavy), min_bytes=0))
+    poly = x
+    for k in range(7):                      # 14 operations per 8 bytes: streams
+        poly = K.Bin("add", K.Bin("mul", poly, x), K.KConst(k + 0.5, F32))
+    assert marked(S.stream_stores(fresh_map(store=K.Store(out, i, poly)), min_bytes=0))
+    for k in range(2):                      # 18 per 8: computation bounds it
+        poly = K.Bin("add", K.Bin("mul", poly, x), K.KConst(k + 0.5, F32))
+    assert not marked(S.stream_stores(fresh_map(store=K.Store(out, i, poly)), min_bytes=0))
+
+
 def test_leaves_a_buffer_also_assigned_otherwise():
     m = entry(K.Alloc(out, n), K.Set(out, K.PtrAdd(xs, c64(0))),
               K.ParFor(i, n, K.Block((K.Store(out, i, K.Load(xs, i)),))),
