@@ -223,10 +223,19 @@ class Set:
 
 @dataclass(frozen=True)
 class Store:
-    """ptr[index] = value."""
+    """ptr[index] = value. `nontemporal` says that nothing reads this
+    element again soon, so a backend may write it past the caches (x86
+    streaming stores, which do not read the line first) and may delay it
+    to the end of its ParFor chunk; the value is visible after the ParFor
+    like any store's (after a Fail in the ParFor, what it stored is
+    unspecified). Only as `p[i] = v` at the top level of a ParFor body, i
+    the ParFor's counter and p a pointer variable that the body does not
+    declare or otherwise mention (the checker enforces it;
+    codegen/cpu/streaming.py sets it; OpenCL C ignores it)."""
     ptr: Expr
     index: Expr
     value: Expr
+    nontemporal: bool = False
 
 
 @dataclass(frozen=True)
@@ -554,7 +563,7 @@ def rename_block(b: Block, m: dict) -> Block:
         if isinstance(s, Set):
             return Set(v(s.var), r(s.value))
         if isinstance(s, Store):
-            return Store(r(s.ptr), r(s.index), r(s.value))
+            return replace(s, ptr=r(s.ptr), index=r(s.index), value=r(s.value))
         if isinstance(s, Fail):
             return Fail(s.kind, s.msg, tuple(r(a) for a in s.args))
         if isinstance(s, If):

@@ -104,6 +104,8 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
             raise KirError(f"store of {K.type_of(s.value)!r} through {pt!r}")
         if K.type_of(s.index) != I64:
             raise KirError("store index is not i64")
+        if not isinstance(s.nontemporal, bool):
+            raise KirError(f"store nontemporal flag {s.nontemporal!r} is not a bool")
     elif isinstance(s, (K.If, K.While)):
         if K.type_of(s.cond) != BOOL:
             raise KirError(f"{type(s).__name__} condition is not bool")
@@ -210,12 +212,46 @@ def _check_group_ops_placement(b: K.Block) -> None:
             _check_group_ops_placement(sb)
 
 
+def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None) -> None:
+    """Nontemporal stores only as `p[i] = v` at the top level of a ParFor
+    body, p a pointer variable to global memory that the body does not
+    declare or otherwise mention, and i the ParFor's counter (kir.Store)."""
+    top = set(map(id, par.body.stms)) if par is not None else set()
+    declared = set().union(*map(K.declared_vars, par.body.stms)) if par is not None else set()
+    for s in b.stms:
+        if isinstance(s, K.Store) and s.nontemporal:
+            ok = (id(s) in top and isinstance(s.ptr, K.KVar) and s.ptr.name not in declared
+                  and K.type_of(s.ptr).space == "global" and s.index == par.var)
+            if not ok:
+                raise KirError(f"a nontemporal store not of the form p[i] = v at the top "
+                               f"of a ParFor body: {s!r}")
+        if isinstance(s, K.ParFor):
+            _check_nontemporal_only_written(s)
+        for sb in K.sub_blocks(s):
+            _check_nontemporal_placement(sb, s if isinstance(s, K.ParFor) else par)
+
+
+def _check_nontemporal_only_written(p: K.ParFor) -> None:
+    nt = [s for s in p.body.stms if isinstance(s, K.Store) and s.nontemporal]
+    if not nt:
+        return
+    names = {s.ptr.name for s in nt if isinstance(s.ptr, K.KVar)}
+    for s in K.walk_stms(p.body):
+        exprs = (s.index, s.value) if any(s is t for t in nt) else K.stm_exprs(s)
+        for e in exprs:
+            bad = K.expr_vars(e) & names
+            if bad:
+                raise KirError(f"a ParFor body stores {sorted(bad)[0]} nontemporally and "
+                               f"also reads or writes it otherwise")
+
+
 def check_function(f: K.Function, module: K.Module | None = None) -> None:
     scope: dict = {}
     for p in f.params:
         _declare(scope, p)
     _block(f.body, scope, False, None)
     _check_group_ops_placement(f.body)
+    _check_nontemporal_placement(f.body)
     if module is not None:
         for s in _walk(f.body):
             if isinstance(s, K.Fail) and not 0 <= s.msg < len(module.messages):

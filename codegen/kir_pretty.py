@@ -41,7 +41,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
         if isinstance(s, K.Set):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = {pretty_expr(s.value)}")
         elif isinstance(s, K.Store):
-            out.append(f"{ind}{pretty_expr(s.ptr)}[{pretty_expr(s.index)}] = {pretty_expr(s.value)}")
+            nt = "  # nontemporal" if s.nontemporal else ""
+            out.append(f"{ind}{pretty_expr(s.ptr)}[{pretty_expr(s.index)}] = {pretty_expr(s.value)}{nt}")
         elif isinstance(s, K.Alloc):
             what = "alloc_zeroed" if s.zeroed else "alloc"
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = {what}({pretty_expr(s.count)})")

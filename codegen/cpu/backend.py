@@ -80,6 +80,10 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
         # a CPU's latency hiding (a GPU runs work-items in lockstep already)
         from ..mc.jam_while import jam_while_loops
         module = jam_while_loops(module)
+    if lower_options.get("target") is None:
+        # the LLVM backend's streaming stores (OpenCL C has none)
+        from .streaming import stream_stores
+        module = stream_stores(module)
     K.check_module(module)
     return module
 

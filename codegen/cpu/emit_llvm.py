@@ -25,7 +25,9 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   (errno is never read). Float -> int casts follow x86/gcc exactly, without
   poison: see `_cast_float_to_int`.
 - Load/Store/PtrAdd: `getelementptr inbounds` in elements (C pointer rules:
-  a pointer stays within its object, one-past-the-end allowed).
+  a pointer stays within its object, one-past-the-end allowed). A
+  nontemporal Store carries `!nontemporal !{i32 1}` where emit_parfor.py
+  can make it an aligned vector store (see there).
 - Alloc: malloc(max(count, 1) * size) (16-byte aligned); from 4 MiB on
   aligned_alloc(2 MiB, ...) from the heap (mmap off around the call, see
   _KEEP_MAPPED) and madvise(MADV_HUGEPAGE), as numpy does; a size that
@@ -47,6 +49,7 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   0); the outlined function takes the static contiguous chunk of thread t of
   T (the first n % T threads get one more iteration) and calls the body
   function. Otherwise the host calls the body function on [0, n) inline.
+  (codegen/cpu/emit_parfor.py spells it, with the nontemporal split.)
   The noalias contract: inside one ParFor, memory written through one
   captured pointer variable is not accessed through another captured pointer
   variable (or through a pointer loaded from memory).
@@ -217,6 +220,9 @@ class _FnEmitter:
         self.prefix = prefix            # name stem for outlined ParFor functions
         self.vars: dict[str, tuple[ir.Value, K.KType]] = {}   # name -> (alloca, type)
         self.values: dict[str, ir.Value] = {}   # read-only SSA values (ParFor captures)
+        # in a streaming loop (emit_parfor.py): pointer name -> (its block
+        # buffer, the block's first index): nontemporal stores go there first
+        self.streaming: Optional[dict] = None
         entry = fn.append_basic_block("entry")
         self.alloca_builder = ir.IRBuilder(entry)
         body = fn.append_basic_block("body")
@@ -483,7 +489,12 @@ class _FnEmitter:
             b.store(v, self.var_slot(s.var))
         elif isinstance(s, K.Store):
             t = K.type_of(s.value)
-            p = self.address(s.ptr, s.index)
+            if s.nontemporal and self.streaming is not None:
+                tmp, base = self.streaming[s.ptr.name]
+                k = b.sub(self.expr(s.index), base, flags=["nsw"])
+                p = b.gep(tmp, [k], inbounds=True, source_etype=mem_type(t))
+            else:
+                p = self.address(s.ptr, s.index)
             v = self.expr(s.value)
             if t is BOOL:
                 v = b.zext(v, _I8)
@@ -565,6 +576,9 @@ class _FnEmitter:
             self._store_fail_fields(msg, args)
             b.branch(out_bb)
             b.position_at_end(out_bb)
+            if self.streaming is not None:
+                from .emit_parfor import streaming_fence
+                streaming_fence(self)
             b.ret_void()
         else:
             b.store(_I32(code), self.ctx_field(CTX_CODE))
@@ -634,28 +648,6 @@ class _FnEmitter:
 # Module emitter
 
 
-def _blocks_can_fail(blk: K.Block) -> bool:
-    for s in blk.stms:
-        if isinstance(s, (K.Fail, K.Alloc)):
-            return True
-        if any(_blocks_can_fail(sb) for sb in K.sub_blocks(s)):
-            return True
-    return False
-
-
-def _collect_vars(blk: K.Block, out: dict):
-    def ex(e):
-        if isinstance(e, K.KVar):
-            out.setdefault(e.name, e)
-        for c in K.children(e):
-            ex(c)
-    for s in blk.stms:
-        for e in K.stm_exprs(s):
-            ex(e)
-        for sb in K.sub_blocks(s):
-            _collect_vars(sb, out)
-
-
 class _ModEmitter:
     def __init__(self, m: K.Module, fastmath: bool, triple, data_layout):
         self.kmod = m
@@ -668,6 +660,17 @@ class _ModEmitter:
         self.decls = _Decls(self.module, {f.name for f in m.functions})
         self.alloc_msg = -1
         self.parfor_count: dict[str, int] = {}
+        if triple is None:
+            import llvmlite.binding as llvm
+            triple = llvm.get_process_triple()
+        self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
+        self._nontemporal_md = None
+
+    def nontemporal_md(self):
+        """The `!{i32 1}` node of a `!nontemporal` store."""
+        if self._nontemporal_md is None:
+            self._nontemporal_md = self.module.add_metadata([_I32(1)])
+        return self._nontemporal_md
 
     def emit(self) -> str:
         if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in _walk(f.body)):
@@ -693,95 +696,8 @@ class _ModEmitter:
         em.finish(_I32(0))
 
     def parfor(self, host: _FnEmitter, s: K.ParFor):
-        b = host.b
-        k = self.parfor_count.get(host.prefix, 0)
-        self.parfor_count[host.prefix] = k + 1
-        stem = f"{host.prefix}.parfor{k}"
-
-        # captures: what the body reads and does not declare, by name
-        names = sorted(K.free_vars_of_block(s.body) - {s.var.name})
-        seen: dict[str, K.KVar] = {}
-        _collect_vars(s.body, seen)
-        caps = [seen[n] for n in names]
-        cap_types = [reg_type(v.type) for v in caps]
-
-        # the body function: void stem(ctx, captures..., lo, hi)
-        bty = ir.FunctionType(_VOID, [_PTR] + cap_types + [_I64, _I64])
-        bfn = ir.Function(self.module, bty, name=stem)
-        bfn.linkage = "internal"
-        bfn.attributes.add("nounwind")
-        # one copy of the loop, called by the team and by the inline path (its
-        # own noalias parameters let it vectorize without run-time checks)
-        bfn.attributes.add("noinline")
-        bfn.args[0].name = "ctx"
-        bem = _FnEmitter(self, bfn, bfn.args[0], in_par=True, prefix=stem)
-        for v, a in zip(caps, bfn.args[1:-2]):
-            a.name = v.name
-            if isinstance(v.type, K.Ptr):
-                a.add_attribute("noalias")
-            bem.values[v.name] = a
-        lo, hi = bfn.args[-2], bfn.args[-1]
-        lo.name, hi.name = "lo", "hi"
-        bem.for_loop(s.var, lo, hi, s.body)
-        bem.finish(None)
-
-        # the outlined function GOMP_parallel runs on every thread
-        data_ty = ir.LiteralStructType([_PTR, _I64] + cap_types)
-        ofn = ir.Function(self.module, ir.FunctionType(_VOID, [_PTR]), name=stem + ".omp")
-        ofn.linkage = "internal"
-        ofn.attributes.add("nounwind")
-        ob = ir.IRBuilder(ofn.append_basic_block("entry"))
-        data = ofn.args[0]
-        data.name = "data"
-
-        def field(bb, ptr, i, ty):
-            return bb.load(bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty),
-                           typ=ty)
-        octx = field(ob, data, 0, _PTR)
-        ocount = field(ob, data, 1, _I64)
-        ocaps = [field(ob, data, 2 + j, ty) for j, ty in enumerate(cap_types)]
-        tid = ob.sext(ob.call(self.decls.get("omp_get_thread_num", _I32, []), []), _I64)
-        nth = ob.sext(ob.call(self.decls.get("omp_get_num_threads", _I32, []), []), _I64)
-        q = ob.sdiv(ocount, nth)
-        r = ob.srem(ocount, nth)
-        extra = ob.icmp_signed("<", tid, r)
-        olo = ob.add(ob.mul(tid, q), ob.select(extra, tid, r))
-        ohi = ob.add(ob.add(olo, q), ob.zext(extra, _I64))
-        ob.call(bfn, [octx] + ocaps + [olo, ohi])
-        ob.ret_void()
-
-        # the host side
-        count = host.expr(s.count)
-        cap_vals = [host.expr(v) for v in caps]
-        go = b.icmp_signed(">", count, _I64(1))
-        if s.parallel_if is not None:
-            go = b.and_(go, host.expr(s.parallel_if))
-        par_bb, seq_bb, done = (host.new_block("parfor.par"), host.new_block("parfor.seq"),
-                                host.new_block("parfor.end"))
-        b.cbranch(go, par_bb, seq_bb)
-        b.position_at_end(par_bb)
-        nt = host.num_threads()
-        nt = b.select(b.icmp_signed("<", count, nt), count, nt)
-        team_bb = host.new_block("parfor.team")
-        b.cbranch(b.icmp_signed(">", nt, _I64(1)), team_bb, seq_bb)
-        b.position_at_end(team_bb)
-        slot = _alloca(host.alloca_builder, data_ty, name=stem + ".data")
-        for j, v in enumerate([host.ctx, count] + cap_vals):
-            b.store(v, b.gep(slot, [_I32(0), _I32(j)], inbounds=True, source_etype=data_ty))
-        gomp = self.decls.get("GOMP_parallel", _VOID, [_PTR, _PTR, _I32, _I32])
-        b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])
-        b.branch(done)
-        b.position_at_end(seq_bb)
-        b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
-        b.branch(done)
-        b.position_at_end(done)
-        if _blocks_can_fail(s.body):
-            code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
-            fail_bb, ok_bb = host.new_block("parfor.failed"), host.new_block("parfor.ok")
-            b.cbranch(b.icmp_signed("!=", code, _I32(0)), fail_bb, ok_bb)
-            b.position_at_end(fail_bb)
-            b.ret(code)
-            b.position_at_end(ok_bb)
+        from .emit_parfor import spell_parfor
+        spell_parfor(self, host, s)
 
 
 def _walk(b: K.Block):

@@ -26,6 +26,8 @@ its own block is fine; here it is not.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
@@ -122,8 +124,9 @@ class _Interleave:
         x = self.expr
         if isinstance(s, K.Store):
             if isinstance(s.ptr, K.KVar) and s.ptr.name in self.arenas:
-                return K.Store(self.arenas[s.ptr.name], self.index(s.index), x(s.value))
-            return K.Store(x(s.ptr), x(s.index), x(s.value))
+                return replace(s, ptr=self.arenas[s.ptr.name], index=self.index(s.index),
+                               value=x(s.value))
+            return replace(s, ptr=x(s.ptr), index=x(s.index), value=x(s.value))
         if isinstance(s, K.Set):
             return K.Set(s.var, x(s.value))
         if isinstance(s, K.If):

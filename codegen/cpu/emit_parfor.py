@@ -1,0 +1,260 @@
+"""The LLVM spelling of `kir.ParFor` (part of emit_llvm.py; see its docstring).
+
+`spell_parfor(mod, host, s)` emits, for a ParFor met in the function `host`
+is emitting:
+- the body function `NAME.parforK(ctx, captures..., lo, hi)` running
+  `for i in lo..hi-1` (pointer captures `noalias`);
+- the outlined function `NAME.parforK.omp(data)` that GOMP_parallel runs on
+  every thread: thread t of T takes the static contiguous chunk
+  `[t*q + min(t, r), ... + q + (t < r))` (q, r = divmod(n, T));
+- the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
+  {ctx, n, captures...} on the stack and calls GOMP_parallel, otherwise it
+  calls the body function on [0, n); then, when the body can fail, returns
+  ctx->code when it is not 0.
+
+Nontemporal stores (`Store.nontemporal`, set by codegen/cpu/streaming.py).
+x86 streams only aligned vectors (movntps/movntdq; an unaligned
+`!nontemporal` store is spelled as an ordinary one), and the loop vectorizer
+will not widen a `!nontemporal` scalar store at all unless the scalar
+store's own alignment covers two elements, which `p[i]` for every i cannot
+honestly claim. So a body function with such stores runs its chunk in
+blocks of `_BLOCK_BYTES` / (largest element size) indices, aligned to
+multiples of the block size: the body runs over the block as usual, its
+nontemporal stores writing into an L1-resident buffer per pointer (ordinary
+stores to a stack array, vectorized like any loop); then each buffer is
+copied out, its whole 64-byte lines by `store <L x T> ..., align 64,
+!nontemporal` (one movntps zmm per line), the partial lines at the chunk's
+two ends by ordinary stores. The whole lines go out this way only when the
+pointer is 64-byte aligned (checked at run time per call: nothing relies on
+what the allocator returned; Alloc promises 16 bytes, large blocks are
+2 MiB aligned); otherwise every element goes out by ordinary stores. The
+copy costs an L1 store and load per element, little beside the memory
+traffic it saves. The chunk ends with an `sfence` (x86; `fence seq_cst`
+elsewhere), also before a failing chunk's early return: streaming stores
+are weakly ordered, and the fence orders them before the chunk's return, so
+they reach the other threads like ordinary stores through libgomp's end-of-
+region barrier (whether its locked instructions would order them alone is
+then no question). A failing chunk's current block is not copied out:
+kir.Store leaves a failed ParFor's nontemporal results unspecified.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import kir as K
+from .emit_llvm import (CTX_CODE, _FnEmitter, _alloca, _I1, _I32, _I64, _PTR, _VOID,
+                        elem_size, mem_type, reg_type)
+
+_LINE = 64                  # bytes of a cache line: the streaming alignment
+_BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
+
+
+def _blocks_can_fail(blk: K.Block) -> bool:
+    for s in blk.stms:
+        if isinstance(s, (K.Fail, K.Alloc)):
+            return True
+        if any(_blocks_can_fail(sb) for sb in K.sub_blocks(s)):
+            return True
+    return False
+
+
+def _collect_vars(blk: K.Block, out: dict):
+    def ex(e):
+        if isinstance(e, K.KVar):
+            out.setdefault(e.name, e)
+        for c in K.children(e):
+            ex(c)
+    for s in blk.stms:
+        for e in K.stm_exprs(s):
+            ex(e)
+        for sb in K.sub_blocks(s):
+            _collect_vars(sb, out)
+
+
+def nontemporal_stores(body: K.Block) -> list:
+    """The nontemporal stores of a ParFor body (the checker allows them only
+    at its top level, as `p[i] = v` through a captured pointer p)."""
+    return [s for s in body.stms if isinstance(s, K.Store) and s.nontemporal]
+
+
+def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
+    """The body function's loop over [lo, hi) when the body has nontemporal
+    stores (see the module docstring)."""
+    b = bem.b
+    stores = nontemporal_stores(s.body)
+    elem = {st.ptr.name: mem_type(K.type_of(st.value)) for st in stores}
+    sizes = {n: elem_size(K.type_of(st.value)) for st in stores for n in [st.ptr.name]}
+    block = max(_LINE, _BLOCK_BYTES // max(sizes.values()))
+    tmps = {}
+    for n in sorted(elem):
+        a = bem.alloca_builder.alloca(ir.ArrayType(elem[n], block), name=n + ".line")
+        a.align = _LINE
+        a.type = _PTR
+        tmps[n] = a
+    aligned = ir.Constant(_I1, 1)
+    for n in tmps:
+        low = b.and_(b.ptrtoint(bem.values[n], _I64), _I64(_LINE - 1))
+        aligned = b.and_(aligned, b.icmp_unsigned("==", low, _I64(0)))
+
+    def blocks(start):
+        # [start, end): up to the next multiple of `block`, at most hi
+        end = b.and_(b.add(start, _I64(block)), _I64(-block))
+        end = b.select(b.icmp_signed("<", end, hi), end, hi)
+        base = b.and_(start, _I64(-block))
+        bem.streaming = {n: (tmps[n], base) for n in tmps}
+        bem.for_loop(s.var, start, end, s.body)
+        bem.streaming = None
+        for n, tmp in tmps.items():
+            _flush(bem, tmp, elem[n], _LINE // sizes[n], bem.values[n], base,
+                   b.sub(start, base), b.sub(end, base), aligned)
+        return end
+    _loop(b, bem.fn, lo, hi, blocks)
+    streaming_fence(bem)
+
+
+def _flush(bem: _FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
+    """p[base + k] = tmp[k] for k in [s, e): the whole lines (`line`
+    elements) by aligned nontemporal vector stores when `aligned`, the rest
+    by ordinary stores."""
+    b = bem.b
+    up = b.and_(b.add(s, _I64(line - 1)), _I64(-line))
+    ls = b.select(aligned, b.select(b.icmp_signed("<", up, e), up, e), e)
+    le = b.select(aligned, b.and_(e, _I64(-line)), e)
+    le = b.select(b.icmp_signed("<", le, ls), ls, le)
+    dst = b.gep(p, [base], inbounds=True, source_etype=ty)
+    vty = ir.VectorType(ty, line)
+
+    def one(k):
+        v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=ty)
+        b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty))
+        return b.add(k, _I64(1))
+
+    def whole_line(k):
+        v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=vty, align=_LINE)
+        st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=_LINE)
+        st.set_metadata("nontemporal", bem.mod.nontemporal_md())
+        return b.add(k, _I64(line))
+    _loop(b, bem.fn, s, ls, one)
+    _loop(b, bem.fn, ls, le, whole_line)
+    _loop(b, bem.fn, le, e, one)
+
+
+def _loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn):
+    """for (k = lo; k < hi; k = step_fn(k)), step_fn emitting the body."""
+    pre = b.block
+    head, body, done = (fn.append_basic_block("nt.cond"), fn.append_basic_block("nt.body"),
+                        fn.append_basic_block("nt.end"))
+    b.branch(head)
+    b.position_at_end(head)
+    k = b.phi(_I64)
+    k.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", k, hi), body, done)
+    b.position_at_end(body)
+    nxt = step_fn(k)
+    k.add_incoming(nxt, b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+def streaming_fence(em: _FnEmitter):
+    """Orders the streaming stores before what follows (see the docstring)."""
+    if em.mod.x86:
+        em.b.call(em.decls.get("llvm.x86.sse.sfence", _VOID, []), [])
+    else:
+        em.b.fence("seq_cst")
+
+
+def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
+    """Emit ParFor `s` met in `host` (see the module docstring)."""
+    b = host.b
+    k = mod.parfor_count.get(host.prefix, 0)
+    mod.parfor_count[host.prefix] = k + 1
+    stem = f"{host.prefix}.parfor{k}"
+
+    # captures: what the body reads and does not declare, by name
+    names = sorted(K.free_vars_of_block(s.body) - {s.var.name})
+    seen: dict[str, K.KVar] = {}
+    _collect_vars(s.body, seen)
+    caps = [seen[n] for n in names]
+    cap_types = [reg_type(v.type) for v in caps]
+
+    # the body function: void stem(ctx, captures..., lo, hi)
+    bty = ir.FunctionType(_VOID, [_PTR] + cap_types + [_I64, _I64])
+    bfn = ir.Function(mod.module, bty, name=stem)
+    bfn.linkage = "internal"
+    bfn.attributes.add("nounwind")
+    # one copy of the loop, called by the team and by the inline path (its
+    # own noalias parameters let it vectorize without run-time checks)
+    bfn.attributes.add("noinline")
+    bfn.args[0].name = "ctx"
+    bem = _FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
+    for v, a in zip(caps, bfn.args[1:-2]):
+        a.name = v.name
+        if isinstance(v.type, K.Ptr):
+            a.add_attribute("noalias")
+        bem.values[v.name] = a
+    lo, hi = bfn.args[-2], bfn.args[-1]
+    lo.name, hi.name = "lo", "hi"
+    if nontemporal_stores(s.body):
+        _streaming_loop(bem, s, lo, hi)
+    else:
+        bem.for_loop(s.var, lo, hi, s.body)
+    bem.finish(None)
+
+    # the outlined function GOMP_parallel runs on every thread
+    data_ty = ir.LiteralStructType([_PTR, _I64] + cap_types)
+    ofn = ir.Function(mod.module, ir.FunctionType(_VOID, [_PTR]), name=stem + ".omp")
+    ofn.linkage = "internal"
+    ofn.attributes.add("nounwind")
+    ob = ir.IRBuilder(ofn.append_basic_block("entry"))
+    data = ofn.args[0]
+    data.name = "data"
+
+    def field(bb, ptr, i, ty):
+        return bb.load(bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty),
+                       typ=ty)
+    octx = field(ob, data, 0, _PTR)
+    ocount = field(ob, data, 1, _I64)
+    ocaps = [field(ob, data, 2 + j, ty) for j, ty in enumerate(cap_types)]
+    tid = ob.sext(ob.call(mod.decls.get("omp_get_thread_num", _I32, []), []), _I64)
+    nth = ob.sext(ob.call(mod.decls.get("omp_get_num_threads", _I32, []), []), _I64)
+    q = ob.sdiv(ocount, nth)
+    r = ob.srem(ocount, nth)
+    extra = ob.icmp_signed("<", tid, r)
+    olo = ob.add(ob.mul(tid, q), ob.select(extra, tid, r))
+    ohi = ob.add(ob.add(olo, q), ob.zext(extra, _I64))
+    ob.call(bfn, [octx] + ocaps + [olo, ohi])
+    ob.ret_void()
+
+    # the host side
+    count = host.expr(s.count)
+    cap_vals = [host.expr(v) for v in caps]
+    go = b.icmp_signed(">", count, _I64(1))
+    if s.parallel_if is not None:
+        go = b.and_(go, host.expr(s.parallel_if))
+    par_bb, seq_bb, done = (host.new_block("parfor.par"), host.new_block("parfor.seq"),
+                            host.new_block("parfor.end"))
+    b.cbranch(go, par_bb, seq_bb)
+    b.position_at_end(par_bb)
+    nt = host.num_threads()
+    nt = b.select(b.icmp_signed("<", count, nt), count, nt)
+    team_bb = host.new_block("parfor.team")
+    b.cbranch(b.icmp_signed(">", nt, _I64(1)), team_bb, seq_bb)
+    b.position_at_end(team_bb)
+    slot = _alloca(host.alloca_builder, data_ty, name=stem + ".data")
+    for j, v in enumerate([host.ctx, count] + cap_vals):
+        b.store(v, b.gep(slot, [_I32(0), _I32(j)], inbounds=True, source_etype=data_ty))
+    gomp = mod.decls.get("GOMP_parallel", _VOID, [_PTR, _PTR, _I32, _I32])
+    b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])
+    b.branch(done)
+    b.position_at_end(seq_bb)
+    b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
+    b.branch(done)
+    b.position_at_end(done)
+    if _blocks_can_fail(s.body):
+        code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
+        fail_bb, ok_bb = host.new_block("parfor.failed"), host.new_block("parfor.ok")
+        b.cbranch(b.icmp_signed("!=", code, _I32(0)), fail_bb, ok_bb)
+        b.position_at_end(fail_bb)
+        b.ret(code)
+        b.position_at_end(ok_bb)
