@@ -1,5 +1,6 @@
-"""The lowering's dispatch tables (codegen/lower.py _HANDLERS for scalars
-and control flow, lower_arrays.HANDLERS, mc.SOAC_HANDLERS) together cover
+"""The lowering's dispatch tables (codegen/lower.py _HANDLERS for scalars,
+lower_control.HANDLERS for if and loop, lower_arrays.HANDLERS,
+mc.SOAC_HANDLERS) together cover
 every class of ir.Exp exactly once, and lower a program that uses every
 class to kernel IR that computes what the interpreter computes."""
 from __future__ import annotations
@@ -14,13 +15,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
 
 import every_exp  # noqa: E402
 from pyshark.codegen import kir as K  # noqa: E402
-from pyshark.codegen import lower, lower_arrays, mc  # noqa: E402
+from pyshark.codegen import lower, lower_arrays, lower_control, mc  # noqa: E402
 from pyshark.codegen.kir_backend import KirModule  # noqa: E402
 from pyshark.core.check import check_program  # noqa: E402
 from pyshark.core.interp import run_entry  # noqa: E402
 
-TABLES = {"lower": lower._HANDLERS, "lower_arrays": lower_arrays.HANDLERS,
-          "mc": mc.SOAC_HANDLERS}
+TABLES = {"lower": lower._HANDLERS, "lower_control": lower_control.HANDLERS,
+          "lower_arrays": lower_arrays.HANDLERS, "mc": mc.SOAC_HANDLERS}
 
 
 def test_lowering_tables_cover_every_class_once():

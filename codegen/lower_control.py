@@ -1,0 +1,227 @@
+"""Lowering of control flow (core IR `If` and `Loop`) to the kernel IR,
+split from lower.py (the walk, scopes and scalar code): both branches of
+an If produce their results into shared variables (_merge_if); a Loop
+carries its values in variables, arrays with their shapes fixed when the
+body keeps them (else re-lowered with shapes that vary, _ShapeVaries), and
+the loop owns the carried arrays."""
+from __future__ import annotations
+
+from typing import Optional
+
+from pyshark.core import ir
+from pyshark.core.types import BOOL, I64, ScalarType
+
+from . import kir as K
+from . import scalar as S
+from .lower import Arr, Delayed, Lowerer, Scope, Value
+
+def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
+    """Lowers both branches; each returns [(value, owned)]. Array results are
+    uniformly owned (fresh variables the enclosing scope frees) or uniformly
+    borrowed (aliases of what the branches returned)."""
+    with lw.block() as tb:
+        tres = then_fn()
+    with lw.block() as eb:
+        eres = else_fn()
+    tstms, estms = list(tb[0].stms), list(eb[0].stms)
+    out = []
+    for k, t in enumerate(types):
+        (tv, town), (ev, eown) = tres[k], eres[k]
+        if isinstance(t, ScalarType):
+            v = lw.var("if", t)
+            tstms.append(K.Set(v, tv))
+            estms.append(K.Set(v, ev))
+            out.append(v)
+            continue
+        if town != eown:
+            # make the borrowed side owned by copying it inside its branch
+            lw.stack.append(tstms if not town else estms)
+            lw.scopes.append(Scope(frame=lw.frame))
+            try:
+                if not town:
+                    tv, town = lw.copy_arr(tv), True
+                else:
+                    ev, eown = lw.copy_arr(ev), True
+            finally:
+                lw.scopes.pop()
+                lw.stack.pop()
+        same_base = (isinstance(tv.base, K.KVar) and isinstance(ev.base, K.KVar)
+                     and tv.base.name == ev.base.name)
+        if same_base:
+            base = tv.base
+        else:
+            base = lw.var("ifb", tv.base.type if isinstance(tv.base, K.KVar)
+                          else K.type_of(tv.base))
+            tstms.append(K.Set(base, tv.base))
+            estms.append(K.Set(base, ev.base))
+        data = lw.var("ifd", K.Ptr(t.elem))
+        tstms.append(K.Set(data, tv.data))
+        estms.append(K.Set(data, ev.data))
+        shape = []
+        for d in range(t.rank):
+            sv = lw.var("ifn", I64)
+            tstms.append(K.Set(sv, tv.shape[d]))
+            estms.append(K.Set(sv, ev.shape[d]))
+            shape.append(sv)
+        if town:
+            lw.scopes[-1].owned.append(base)
+            aliases = frozenset({base.name})
+        else:
+            aliases = tv.aliases | ev.aliases | frozenset({base.name})
+        out.append(Arr(base, data, tuple(shape), t.elem, aliases))
+    lw.emit(K.If(cond, K.Block(tuple(tstms)), K.Block(tuple(estms))))
+    return out
+
+
+def _h_if(lw: Lowerer, e: ir.If, env, stm):
+    cond = lw.scalar(e.cond, env)
+    live = lw.live
+    return _merge_if(lw, cond,
+                     lambda: lw.lower_body(e.then_body, env, live),
+                     lambda: lw.lower_body(e.else_body, env, live), e.ret)
+
+
+def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None) -> Value:
+    """Loop variables for a loop parameter (an array's shape is fixed when
+    `shape` is given)."""
+    t = p.type
+    if isinstance(t, ScalarType):
+        return lw.var(p.name, t)
+    base = lw.var(p.name + "_b", K.Ptr(t.elem))
+    data = lw.var(p.name + "_d", K.Ptr(t.elem))
+    if shape is None:
+        shape = tuple(lw.var(p.name + "_n", I64) for _ in range(t.rank))
+    return Arr(base, data, shape, t.elem, frozenset({base.name}))
+
+
+def _assign(lw: Lowerer, dst: Value, src: Value) -> list:
+    if isinstance(dst, Arr):
+        return ([K.Set(dst.base, src.base), K.Set(dst.data, src.data)]
+                + [K.Set(a, b) for a, b in zip(dst.shape, src.shape) if a != b])
+    return [K.Set(dst, src)]
+
+
+class _ShapeVaries(Exception):
+    """A loop-carried array's shape changes across iterations."""
+
+
+def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
+    """A sequential loop. Array parameters are owned by the loop: an initial
+    value the loop cannot take over (borrowed, or still live after the loop)
+    is copied first; the body frees what it does not carry on.
+
+    First tried with each carried array's shape fixed to its initial shape
+    (a stencil iterated in place keeps its shape, and the bounds analysis
+    then knows the sizes); if the body's result can have another shape, the
+    loop is lowered again with the shapes carried as variables."""
+    sc = lw.scopes[-1]
+    saved = (list(sc.owned), lw.live)
+    try:
+        with lw.block() as blk:
+            vals = _lower_loop(lw, e, env, fixed_shapes=True)
+    except _ShapeVaries:
+        sc.owned, lw.live = list(saved[0]), saved[1]
+        return _lower_loop(lw, e, env, fixed_shapes=False)
+    for s in blk[0].stms:
+        lw.emit(s)
+    return vals
+
+
+def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
+    live = lw.live
+    inits = []
+    for p, init in zip(e.params, e.inits):
+        v = lw.atom(init, env)
+        if not isinstance(p.type, ScalarType):
+            if isinstance(v, Delayed):
+                v = lw.materialise(v)
+            sc = lw.owned_here(v.base)
+            others_live = any(
+                isinstance(env.get(n), Arr) and env[n].base == v.base for n in live)
+            if (sc is not None and sc is lw.scopes[-1] and not others_live
+                    and v.aliases == frozenset({v.base.name})):
+                sc.owned = [b for b in sc.owned if b.name != v.base.name]
+            else:
+                v = lw.copy_arr(v)
+                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
+                                       if b.name != v.base.name]
+            if fixed_shapes:
+                v = Arr(v.base, v.data, tuple(lw.let("n", d) for d in v.shape), v.elem,
+                        v.aliases)
+        inits.append(v)
+    carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None)
+               for p, v in zip(e.params, inits)]
+    for c, v in zip(carried, inits):
+        for s in _assign(lw, c, v):
+            lw.emit(s)
+    inner = dict(env)
+    for p, c in zip(e.params, carried):
+        inner[p.name] = c
+    body_live = live | frozenset(p.name for p in e.params)
+
+    def iteration() -> K.Block:
+        with lw.block() as blk:
+            lw.scopes.append(Scope(owned=[c.base for c in carried if isinstance(c, Arr)],
+                                   frame=lw.frame))
+            try:
+                res = lw.lower_body(e.body, inner, body_live)
+                vals = []
+                for (r, owned), c in zip(res, carried):
+                    if isinstance(c, Arr) and not owned:
+                        if r.base.name not in {x.base.name for x in carried
+                                               if isinstance(x, Arr)} or \
+                                r.aliases - {r.base.name}:
+                            r = lw.copy_arr(r)
+                            lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
+                                                   if b.name != r.base.name]
+                    if fixed_shapes and isinstance(c, Arr) and tuple(r.shape) != tuple(c.shape):
+                        raise _ShapeVaries()
+                    vals.append(r)
+                keep = {r.base.name for r in vals if isinstance(r, Arr)}
+                for b in lw.scopes[-1].owned:
+                    if b.name not in keep:
+                        lw.emit(K.Free(b))
+                temps = [lw.var("nx", K.type_of(r)) if not isinstance(r, Arr)
+                         else _carried_like(lw, r, c.shape if fixed_shapes else None)
+                         for r, c in zip(vals, carried)]
+                for t, r in zip(temps, vals):
+                    for s in _assign(lw, t, r):
+                        lw.emit(s)
+                for c, t in zip(carried, temps):
+                    for s in _assign(lw, c, t):
+                        lw.emit(s)
+            finally:
+                lw.scopes.pop()
+        return blk[0]
+
+    if isinstance(e.form, ir.ForLoop):
+        n = lw.scalar(e.form.bound, env)
+        i = lw.var("it", I64)
+        inner[e.form.index.name] = i
+        from .lower_arrays import versioned_for
+        versioned_for(lw, i, S.const(0, I64), n, iteration)
+    else:
+        def cond_value() -> K.Expr:
+            res = lw.lower_body(e.form.cond, inner, body_live)
+            return res[0][0]
+        c = lw.var("cond", BOOL)
+        lw.emit(K.Set(c, cond_value()))
+        body = iteration()
+        with lw.block() as cb:
+            lw.emit(K.Set(c, cond_value()))
+        lw.emit(K.While(c, K.Block(body.stms + cb[0].stms)))
+    for c in carried:
+        if isinstance(c, Arr):
+            lw.scopes[-1].owned.append(c.base)
+    return list(carried)
+
+
+def _carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
+    base = lw.var("nb", K.type_of(r.base))
+    data = lw.var("nd", K.type_of(r.data))
+    if shape is None:
+        shape = tuple(lw.var("nn", I64) for _ in r.shape)
+    return Arr(base, data, shape, r.elem, frozenset({base.name}))
+
+
+HANDLERS = {ir.If: _h_if, ir.Loop: _h_loop}
