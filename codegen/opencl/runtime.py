@@ -68,6 +68,8 @@ from typing import Optional
 
 import numpy as np
 
+from .devices import NoDevice, _choose, default_index, platforms  # noqa: F401 (re-exported)
+
 _DTYPES = {k: np.dtype(v) for k, v in (
     ("i8", np.int8), ("i16", np.int16), ("i32", np.int32), ("i64", np.int64),
     ("u8", np.uint8), ("u16", np.uint16), ("u32", np.uint32), ("u64", np.uint64),
@@ -88,10 +90,6 @@ _default: Optional["Device"] = None
 _failures: dict = {}                # spec -> why it has no device
 
 
-class NoDevice(RuntimeError):
-    """No OpenCL device can be used here (or none matches a device spec)."""
-
-
 class KernelFailure(Exception):
     """A kernel reported an error (code, message index, args): raised by a
     host Load that finds one, caught by Call.run."""
@@ -101,74 +99,7 @@ class KernelFailure(Exception):
         self.err = err
 
 
-# -- choosing a device ------------------------------------------------------------
-
-
-def platforms() -> list:
-    """[(platform, [devices])] of every OpenCL platform, in pyopencl's order
-    (a platform whose device query fails has no devices)."""
-    import pyopencl as cl
-    out = []
-    for p in cl.get_platforms():
-        try:
-            out.append((p, p.get_devices()))
-        except cl.Error:
-            out.append((p, []))
-    return out
-
-
-def default_index(plats: list) -> Optional[tuple]:
-    """(platform index, device index) of the device chosen without a spec
-    and without PYOPENCL_CTX: the first GPU, else the first device."""
-    import pyopencl as cl
-    first = None
-    for pi, (_, devs) in enumerate(plats):
-        for di, d in enumerate(devs):
-            if d.type & cl.device_type.GPU:
-                return (pi, di)
-            if first is None:
-                first = (pi, di)
-    return first
-
-
-def _find(spec: str):
-    """The cl.Device a spec names (see the module doc)."""
-    plats = platforms()
-    text = spec.strip()
-    parts = text.split(":")
-    if all(p.strip().isdigit() for p in parts) and len(parts) in (1, 2):
-        pi = int(parts[0])
-        di = int(parts[1]) if len(parts) == 2 else 0
-        if pi < len(plats) and di < len(plats[pi][1]):
-            return plats[pi][1][di]
-        raise NoDevice(f"no OpenCL device {text!r} (platform:device index); "
-                       f"devices: {_listing(plats)}")
-    low = text.lower()
-    for p, devs in plats:
-        for d in devs:
-            if low in f"{p.name} / {d.name}".lower():
-                return d
-    raise NoDevice(f"no OpenCL device matches {text!r}; devices: {_listing(plats)}")
-
-
-def _listing(plats: list) -> str:
-    items = [f"{pi}:{di} {p.name} / {d.name}" for pi, (p, devs) in enumerate(plats)
-             for di, d in enumerate(devs)]
-    return "; ".join(items) or "none"
-
-
-def _choose(spec: Optional[str]):
-    import pyopencl as cl
-    if spec:
-        return _find(spec)
-    if os.environ.get("PYOPENCL_CTX"):
-        ctx = cl.create_some_context(interactive=False)
-        return ctx.devices[0]
-    plats = platforms()
-    at = default_index(plats)
-    if at is None:
-        raise NoDevice("no OpenCL device found")
-    return plats[at[0]][1][at[1]]
+# -- choosing a device (devices.py: the platforms, the default, a spec) ----------------
 
 
 def device(spec: Optional[str] = None) -> "Device":
