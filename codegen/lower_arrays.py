@@ -380,9 +380,11 @@ def _clamp0(lw: Lowerer, n: K.Expr) -> K.Expr:
     return lw.let("n", K.Sel(S.b("lt", n, ZERO), ZERO, n))
 
 
-def can_delay(lw: Lowerer, names: list) -> bool:
+def can_delay(lw: Lowerer, names: list, shared: bool = False) -> bool:
     """True when each name is used only as a SOAC input (or by Size) in later
-    statements of this body, by exactly one SOAC, with no Update before it."""
+    statements of this body, by exactly one SOAC (any number when `shared`:
+    a producer that costs nothing to recompute, as iota), with no Update
+    before it."""
     from .mc import delay_consumer_ok
     if lw.in_par and False:
         return False
@@ -404,14 +406,16 @@ def can_delay(lw: Lowerer, names: list) -> bool:
                 consumers += 1
                 continue
             return False
-        if seen != total or consumers != 1:
+        if seen != total or (consumers != 1 and not shared):
             return False
     return True
 
 
 def _h_iota(lw: Lowerer, e: ir.Iota, env, stm):
     n = _clamp0(lw, lw.scalar(e.n, env))
-    if can_delay(lw, [stm.pat[0].name]):
+    # every SOAC that reads it computes it (element i is i): no memory, and
+    # what it indexes is known to be in range (LocVolCalib's stencils)
+    if can_delay(lw, [stm.pat[0].name], shared=True):
         return [Delayed(DelayedGroup(n, lambda i: [i]), 0, I64)]
     out = lw.alloc("iota", I64, (n,))
     _fill(lw, out, lambda i: i)
