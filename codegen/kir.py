@@ -590,6 +590,23 @@ def rename_block(b: Block, m: dict) -> Block:
     return Block(tuple(stm(s) for s in b.stms))
 
 
+def parfor_captures(p: "ParFor") -> list:
+    """The variables a ParFor body reads and does not declare (its index
+    excluded), as KVars sorted by name: what a backend passes to the body
+    (emit_parfor.py's outlined function, emit_cl.py's kernel arguments)."""
+    seen: dict = {}
+
+    def ex(e):
+        if isinstance(e, KVar):
+            seen.setdefault(e.name, e)
+        for c in children(e):
+            ex(c)
+    for s in walk_stms(p.body):
+        for e in stm_exprs(s):
+            ex(e)
+    return [seen[n] for n in sorted(free_vars_of_block(p.body) - {p.var.name})]
+
+
 def block_can_fail(block: Block) -> bool:
     """Whether a block can stop the entry with an error (a Fail, or an
     Alloc, which fails with MemoryError)."""
@@ -606,6 +623,6 @@ __all__ = [
     "AtomicLoad",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
-    "free_vars_of_block", "walk_stms", "block_can_fail", "rename_expr", "rename_block", "check_module", "pretty_module",
+    "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail", "rename_expr", "rename_block", "check_module", "pretty_module",
     "BOOL", "F32", "F64", "I8", "I32", "I64",
 ]

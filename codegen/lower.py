@@ -446,12 +446,7 @@ class Lowerer:
 
 
 def _has_loop(b: K.Block) -> bool:
-    for s in b.stms:
-        if isinstance(s, (K.For, K.While)):
-            return True
-        if any(_has_loop(sb) for sb in K.sub_blocks(s)):
-            return True
-    return False
+    return any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(b))
 
 
 def _product(shape) -> K.Expr:

@@ -49,28 +49,6 @@ _LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
 
 
-def _blocks_can_fail(blk: K.Block) -> bool:
-    for s in blk.stms:
-        if isinstance(s, (K.Fail, K.Alloc)):
-            return True
-        if any(_blocks_can_fail(sb) for sb in K.sub_blocks(s)):
-            return True
-    return False
-
-
-def _collect_vars(blk: K.Block, out: dict):
-    def ex(e):
-        if isinstance(e, K.KVar):
-            out.setdefault(e.name, e)
-        for c in K.children(e):
-            ex(c)
-    for s in blk.stms:
-        for e in K.stm_exprs(s):
-            ex(e)
-        for sb in K.sub_blocks(s):
-            _collect_vars(sb, out)
-
-
 def nontemporal_stores(body: K.Block) -> list:
     """The nontemporal stores of a ParFor body (the checker allows them only
     at its top level, as `p[i] = v` through a captured pointer p)."""
@@ -172,10 +150,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     stem = f"{host.prefix}.parfor{k}"
 
     # captures: what the body reads and does not declare, by name
-    names = sorted(K.free_vars_of_block(s.body) - {s.var.name})
-    seen: dict[str, K.KVar] = {}
-    _collect_vars(s.body, seen)
-    caps = [seen[n] for n in names]
+    caps = K.parfor_captures(s)
     cap_types = [reg_type(v.type) for v in caps]
 
     # the body function: void stem(ctx, captures..., lo, hi)
@@ -251,7 +226,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
     b.branch(done)
     b.position_at_end(done)
-    if _blocks_can_fail(s.body):
+    if K.block_can_fail(s.body):
         code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
         fail_bb, ok_bb = host.new_block("parfor.failed"), host.new_block("parfor.ok")
         b.cbranch(b.icmp_signed("!=", code, _I32(0)), fail_bb, ok_bb)

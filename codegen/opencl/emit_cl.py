@@ -244,33 +244,13 @@ def c_name(kir_name: str) -> str:
     return "v_" + re.sub(r"[^A-Za-z0-9_]", "_", kir_name)
 
 
-def _walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from _walk(sb)
-
-
-def _collect_vars(blk: K.Block, out: dict):
-    """kir variables read anywhere in a block, by name."""
-    def ex(e):
-        if isinstance(e, K.KVar):
-            out.setdefault(e.name, e)
-        for c in K.children(e):
-            ex(c)
-    for s in _walk(blk):
-        for e in K.stm_exprs(s):
-            ex(e)
+_walk = K.walk_stms
 
 
 block_can_fail = K.block_can_fail
 
 
-def captures(p: K.ParFor) -> list:
-    """The variables a ParFor body captures, sorted by name."""
-    seen: dict = {}
-    _collect_vars(p.body, seen)
-    return [seen[n] for n in sorted(K.free_vars_of_block(p.body) - {p.var.name})]
+captures = K.parfor_captures         # the variables a ParFor body captures, by name
 
 
 class _KernelEmitter:
