@@ -7,7 +7,8 @@ from .errors import CompileError, ShapeError
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "ShapeError", "Wrapper", "DeviceArray", "__version__"]
+__all__ = ["CompileError", "ShapeError", "Wrapper", "DeviceArray", "DeviceStructArray",
+           "__version__"]
 
 
 def __getattr__(name):
@@ -15,7 +16,7 @@ def __getattr__(name):
     if name == "Wrapper":
         from .wrapper import Wrapper
         return Wrapper
-    if name == "DeviceArray":
-        from .wrapper.device_array import DeviceArray
-        return DeviceArray
+    if name in ("DeviceArray", "DeviceStructArray"):
+        from .wrapper import device_array
+        return getattr(device_array, name)
     raise AttributeError(f"module 'pyshark' has no attribute {name!r}")

@@ -7,9 +7,9 @@ registry when they are built. convert.py converts arguments and rebuilds
 results by surface type; artifacts.py holds the on-disk cache and the
 `pyshark build` layout.
 """
-from .device_array import DeviceArray
+from .device_array import DeviceArray, DeviceStructArray
 from .registry import available_backends, known_backends, register_backend
 from .wrapper import UnknownEntry, Wrapper, build
 
-__all__ = ["Wrapper", "DeviceArray", "UnknownEntry", "available_backends", "known_backends",
+__all__ = ["Wrapper", "DeviceArray", "DeviceStructArray", "UnknownEntry", "available_backends", "known_backends",
            "register_backend", "build"]

@@ -27,7 +27,7 @@ from pyshark.core.types import (
     BOOL, F32, F64, ScalarType, SArray, SRecord, SScalar, SType, STuple, stype_base, stype_rank)
 from pyshark.errors import InternalCompilerError, ShapeError
 
-from .device_array import DeviceArray, is_device_array
+from .device_array import DeviceArray, DeviceStructArray, is_device_array, is_device_struct
 
 
 class Where:
@@ -80,6 +80,8 @@ def _plain(value, where: Where):
     DeviceArray is the numpy array it holds (one copy back from the device)."""
     if is_device_array(value):
         return np.asarray(value)
+    if is_device_struct(value):
+        return value.get()
     if isinstance(value, np.ndarray) and type(value) is not np.ndarray:
         if isinstance(value, np.ma.MaskedArray):
             raise TypeError(f"{where}: masked arrays are not accepted (compiled code would "
@@ -372,6 +374,8 @@ def convert_value(st: SType, value, where, *, lenient: bool = False, keep_device
     where = _where(where)
     if keep_device and is_device_array(value):
         return _device_array(st, value, where)
+    if keep_device and is_device_struct(value) and value.stype == st:
+        return _nest(st, iter(value.leaves))
     value = _plain(value, where)
     if isinstance(st, SScalar):
         return convert_scalar(st.t, value, where, lenient=lenient)
@@ -592,14 +596,28 @@ class FlatCall:
 
 def output_keeping_arrays(st: SType, flat: list, fetch: Callable):
     """The flat results -> the user-facing result, except that arrays of
-    scalars stay what the backend gave (DeviceArrays); the leaves of an
-    array of tuples/records are fetched (`fetch(leaf)` -> numpy array) and
-    built into a structured array as usual."""
+    scalars stay what the backend gave (DeviceArrays), and an array of
+    tuples/records whose leaves are DeviceArrays is a DeviceStructArray of
+    them (other leaves are fetched, `fetch(leaf)` -> numpy array, and built
+    into a structured array as usual)."""
     it = iter(flat)
     out = _keeping(st, it, fetch)
     if next(it, _MISSING) is not _MISSING:
         raise InternalCompilerError(f"too many flat values for {st!r}")
     return out
+
+
+def _nest(st: SType, it):
+    """The canonical (nested tuple) form of st over flat leaves, unchecked."""
+    parts = _parts(st)
+    if parts is None:
+        return next(it)
+    return tuple(_nest(pt, it) for pt in parts)
+
+
+def _leaf_count(st: SType) -> int:
+    parts = _parts(st)
+    return 1 if parts is None else sum(_leaf_count(pt) for pt in parts)
 
 
 def _keeping(st: SType, it, fetch: Callable):
@@ -611,7 +629,10 @@ def _keeping(st: SType, it, fetch: Callable):
         return record_class(st)(*[_keeping(ft, it, fetch) for ft in st.field_types])
     if isinstance(stype_base(st), SScalar):
         return next(it)
-    return to_output(st, _unflatten(st, (fetch(v) for v in it)))
+    leaves = [next(it) for _ in range(_leaf_count(st))]
+    if all(is_device_array(v) for v in leaves):
+        return DeviceStructArray._make(st, leaves)
+    return to_output(st, _unflatten(st, iter([fetch(v) for v in leaves])))
 
 
 def call_flat(entry, canon_args: list, run: Callable[[list], list]):

@@ -11,7 +11,8 @@ without a transfer, so chained calls move no data to the host:
     np.asarray(zs), zs.get()           # numpy arrays (one copy back)
 
 Other backends take a DeviceArray too, as the numpy array it holds
-(np.asarray, one copy back). A DeviceArray holds its device block until it
+(np.asarray, one copy back). An array of records or tuples comes back as a
+DeviceStructArray (one DeviceArray per field), taken back the same way. A DeviceArray holds its device block until it
 is garbage-collected; then the block returns to the device's memory pool.
 Arrays are values: nothing writes into a DeviceArray after it is made.
 """
@@ -79,4 +80,61 @@ def is_device_array(v) -> bool:
     return getattr(type(v), "__pyshark_device_array__", False) is True
 
 
-__all__ = ["DeviceArray", "is_device_array"]
+class DeviceStructArray:
+    """An array of records or tuples (`Array[P]`, `Array[tuple[...]]`) in
+    device memory, as the compiled backends hold one: a DeviceArray per
+    scalar field (a structure of arrays), read-only like DeviceArray.
+    `get()` and `np.asarray(a)` build what a host result would be (a numpy
+    structured array for records); entries of an opencl Wrapper take it
+    back without a transfer, other backends as the array `get()` gives."""
+
+    __slots__ = ("stype", "leaves", "__weakref__")
+
+    #: lets the wrapper recognise it without importing this module
+    __pyshark_device_struct__ = True
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("DeviceStructArrays are made by entries of Wrapper(backend='opencl', "
+                        "device_arrays=True)")
+
+    @classmethod
+    def _make(cls, stype, leaves) -> "DeviceStructArray":
+        self = object.__new__(cls)
+        self.stype, self.leaves = stype, tuple(leaves)
+        return self
+
+    @property
+    def device(self):
+        return self.leaves[0].device
+
+    @property
+    def shape(self) -> tuple:
+        from .convert import stype_rank
+        return self.leaves[0].shape[:stype_rank(self.stype)]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def get(self):
+        """The host value (waits for the computation that makes it)."""
+        from .convert import to_output, unflatten_value
+        return to_output(self.stype, unflatten_value(self.stype, [a.get() for a in self.leaves]))
+
+    def __array__(self, dtype=None, copy=None):
+        a = np.asarray(self.get())
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self) -> str:
+        shape = "x".join(str(d) for d in self.shape)
+        return f"<DeviceStructArray {self.stype!r}[{shape}] on {self.device.name}>"
+
+
+def is_device_struct(v) -> bool:
+    return getattr(type(v), "__pyshark_device_struct__", False) is True
+
+
+__all__ = ["DeviceArray", "DeviceStructArray", "is_device_array", "is_device_struct"]

@@ -14,8 +14,7 @@ wrapper's flat call path (convert.FlatCall) and the native backends' error
 protocol (codegen/marshal.py); numpy array inputs are sent to the device,
 DeviceArray inputs are used where they are; array results are copied back
 into numpy arrays, or, with device_arrays=True, returned as DeviceArrays
-(arrays of tuples/records are still copied back: they are numpy
-structured arrays). The call's other device memory returns to the pool
+(arrays of tuples/records as DeviceStructArrays, one DeviceArray a field). The call's other device memory returns to the pool
 when it returns; its kernels may still be running then (runtime.py).
 
 Options besides Options: `device` (a device spec, runtime.device) and

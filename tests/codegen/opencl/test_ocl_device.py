@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyshark import DeviceArray, ShapeError, Wrapper
+from pyshark import DeviceArray, DeviceStructArray, ShapeError, Wrapper
 
 pytestmark = pytest.mark.skipif(
     "opencl" not in __import__("pyshark.wrapper", fromlist=["x"]).available_backends(),
@@ -48,6 +48,18 @@ def stats(xs: ps.Array[ps.f32]) -> tuple[ps.Array[ps.f32], ps.f32, ps.Array[ps.A
 @ps.entry
 def pairs(xs: ps.Array[ps.f32]) -> ps.Array[P]:
     return ps.map(lambda x: P(x=x, k=ps.i64(1)), xs)
+
+@ps.entry
+def bump(qs: ps.Array[P]) -> ps.Array[P]:
+    return ps.map(lambda q: P(x=q.x * ps.f32(2.0), k=q.k + 1), qs)
+
+@ps.entry
+def xsum(qs: ps.Array[P]) -> ps.f32:
+    return ps.sum(ps.map(lambda q: q.x, qs))
+
+@ps.entry
+def tagged(xs: ps.Array[ps.f32]) -> ps.Array[tuple[ps.f32, ps.i32]]:
+    return ps.map(lambda x: (x, ps.i32(3)), xs)
 
 @ps.entry
 def gather(xs: ps.Array[ps.f32], idx: ps.Array[ps.i64]) -> ps.Array[ps.f32]:
@@ -129,10 +141,44 @@ def test_tuple_and_record_results(dw, hw):
     hm, hs, hm2 = hw.stats(xs)
     np.testing.assert_array_equal(m.get(), hm)
     np.testing.assert_array_equal(m2.get(), hm2)
-    # arrays of records come back as numpy structured arrays (documented)
+    # arrays of records and tuples stay on the device, one DeviceArray a field
     r = dw.pairs(xs)
-    assert isinstance(r, np.ndarray) and r.dtype.names == ("x", "k")
-    np.testing.assert_array_equal(r, hw.pairs(xs))
+    assert isinstance(r, DeviceStructArray) and r.shape == (7,) and len(r) == 7
+    assert all(isinstance(a, DeviceArray) for a in r.leaves)
+    assert "DeviceStructArray" in repr(r)
+    got = r.get()
+    assert isinstance(got, np.ndarray) and got.dtype.names == ("x", "k")
+    np.testing.assert_array_equal(got, hw.pairs(xs))
+    np.testing.assert_array_equal(np.asarray(r), hw.pairs(xs))
+    np.testing.assert_array_equal(dw.tagged(xs).get(), hw.tagged(xs))
+    with pytest.raises(TypeError):
+        DeviceStructArray()
+
+
+def test_record_arrays_chain_on_the_device(dw, hw, src, cache, monkeypatch):
+    xs = np.linspace(0, 1, 300, dtype=np.float32)
+    r = dw.pairs(xs)
+    want = hw.bump(hw.bump(hw.pairs(xs)))       # hw: opencl, results copied back
+    want_sum = hw.xsum(want)
+    from pyshark.codegen.opencl import runtime
+
+    def no_upload(self, a):
+        raise AssertionError("a DeviceStructArray argument was sent again")
+    monkeypatch.setattr(runtime.Call, "upload", no_upload)
+    b = dw.bump(dw.bump(r))
+    assert isinstance(b, DeviceStructArray)
+    np.testing.assert_array_equal(b.get(), want)
+    assert dw.xsum(b) == want_sum
+    monkeypatch.undo()
+    # other backends take it as the array get() gives
+    cw = make(src, cache, backend="cpu")
+    np.testing.assert_array_equal(cw.bump(b), hw.bump(want))
+    pw = make(src, cache, backend="python")
+    np.testing.assert_array_equal(pw.bump(b), hw.bump(want))
+    assert hw.xsum(b) == hw.xsum(want)
+    # a parameter of another type: converted as the host array, with its errors
+    with pytest.raises(TypeError):
+        dw.saxpy(1.0, b, xs)
 
 
 def test_a_result_aliasing_an_input(dw):
