@@ -21,6 +21,17 @@ from __future__ import annotations
 import numpy as np
 
 
+def _host_array(self, dtype=None, copy=None):
+    """np.asarray(a): the host copy get() makes, in `dtype` if given."""
+    a = np.asarray(self.get())
+    return a if dtype is None else a.astype(dtype, copy=False)
+
+
+def _repr(a, elem) -> str:
+    shape = "x".join(str(d) for d in a.shape)
+    return f"<{type(a).__name__} {elem}[{shape}] on {a.device.name}>"
+
+
 class DeviceArray:
     """A C-contiguous n-d array of scalars in device memory (read-only)."""
 
@@ -67,13 +78,10 @@ class DeviceArray:
         with LOCK:
             return self.device.read(self._mem, self._off, self.shape, self.dtype)
 
-    def __array__(self, dtype=None, copy=None):
-        a = self.get()
-        return a if dtype is None else a.astype(dtype, copy=False)
+    __array__ = _host_array
 
     def __repr__(self) -> str:
-        shape = "x".join(str(d) for d in self.shape)
-        return f"<DeviceArray {self.dtype}[{shape}] on {self.device.name}>"
+        return _repr(self, self.dtype)
 
 
 def is_device_array(v) -> bool:
@@ -124,13 +132,10 @@ class DeviceStructArray:
         from .convert import to_output, unflatten_value
         return to_output(self.stype, unflatten_value(self.stype, [a.get() for a in self.leaves]))
 
-    def __array__(self, dtype=None, copy=None):
-        a = np.asarray(self.get())
-        return a if dtype is None else a.astype(dtype, copy=False)
+    __array__ = _host_array
 
     def __repr__(self) -> str:
-        shape = "x".join(str(d) for d in self.shape)
-        return f"<DeviceStructArray {self.stype!r}[{shape}] on {self.device.name}>"
+        return _repr(self, self.stype)
 
 
 def is_device_struct(v) -> bool:
