@@ -3,13 +3,14 @@ local memory, and asking whether generated code can fail (a work-group
 kernel may not: kir.py's GPU extension)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable
 
 from pyshark.core.types import I64, ScalarType
 from pyshark.errors import InternalCompilerError
 
 from .. import kir as K
-from ..lower import Lowerer
+from ..lower import Lowerer, Scope
 
 
 walk = K.walk_stms
@@ -50,6 +51,22 @@ def local_alloc(lw: Lowerer, hint: str, elem: ScalarType, count: int) -> K.KVar:
     p = lw.var(hint, K.Ptr(elem, "local"))
     lw.emit(K.LocalAlloc(p, count))
     return p
+
+
+@contextmanager
+def walk_state_kept(lw: Lowerer, scope: bool = False):
+    """Keeps the walk's state (live names, the rest of the body, use counts)
+    around lowering that rebinds it (open_body for the functions of a nest),
+    and with `scope` a Scope of its own that is popped again."""
+    saved = (lw.live, lw.rest, lw.body_counts)
+    if scope:
+        lw.scopes.append(Scope(frame=lw.frame))
+    try:
+        yield
+    finally:
+        if scope:
+            lw.scopes.pop()
+        lw.live, lw.rest, lw.body_counts = saved
 
 
 def trial(lw: Lowerer, gen: Callable[[], object]):

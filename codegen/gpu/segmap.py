@@ -66,12 +66,12 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer, Scope, _product
+from ..lower import Arr, Delayed, Lowerer, _product
 from ..lower_arrays import can_delay
 from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
 from ..mc.segmap import _row_split, store_row
 from ..usage import free_vars, use_counts
-from .common import can_fail, group_size, trial
+from .common import can_fail, group_size, trial, walk_state_kept
 
 
 def lower_map(lw: Lowerer, e: ir.Map, env, stm):
@@ -89,18 +89,12 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         return trs
     levels = perfect_nest(lw, e, env)
     if levels is not None:
-        saved = (lw.live, lw.rest, lw.body_counts)
-        try:
+        with walk_state_kept(lw):       # open_body rebinds it for the functions' statements
             return flat_nest(lw, e, env, levels, stm)
-        finally:       # open_body rebinds them for the functions' statements
-            lw.live, lw.rest, lw.body_counts = saved
     levels = perfect_nest(lw, e, env, rows=True)
     if levels is not None:
-        saved = (lw.live, lw.rest, lw.body_counts)
-        try:
+        with walk_state_kept(lw):
             done = flat_nest_rows(lw, e, env, levels, stm)
-        finally:
-            lw.live, lw.rest, lw.body_counts = saved
         if done is not None:
             return done
     if (all_scalar(e.lam.ret) and not can_delay(lw, [v.name for v in stm.pat])
@@ -541,9 +535,7 @@ def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     G = group_size(lw)
     Gc = S.const(G, I64)
     n = lw.scalar(e.width, env)
-    saved = (lw.live, lw.rest, lw.body_counts)
-    lw.scopes.append(Scope(frame=lw.frame))
-    try:
+    with walk_state_kept(lw, scope=True):
         # -- host: the width checks, and (under n > 0) the element-invariant
         # statements and the inner widths, all collected before deciding
         with lw.block() as pre:
@@ -622,9 +614,6 @@ def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             lw.emit(K.If(live, st[0]))
 
         _, body = trial(lw, kernel)
-    finally:
-        lw.scopes.pop()
-        lw.live, lw.rest, lw.body_counts = saved
     if can_fail(body):
         return None             # the untiled form (mc): failing code in plain ParFors
     for s in pre[0].stms:

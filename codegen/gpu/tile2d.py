@@ -45,10 +45,10 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer, Scope
+from ..lower import Arr, Lowerer
 from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
 from ..usage import free_vars, use_counts
-from .common import can_fail, group_size, trial
+from .common import can_fail, group_size, trial, walk_state_kept
 from .segmap import _HOSTABLE, _PER_ITEM       # (segmap imports this module lazily)
 
 R = 4                   # register block: R x R outputs per work-item
@@ -171,12 +171,10 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     p = _match(lw, e, env)
     if p is None:
         return None
-    lam, il = e.lam, p.inner.lam
+    il = p.inner.lam
     X, Y, G, tk, bm, bn = p.X, p.Y, p.G, p.tk, p.bm, p.bn
     n = lw.scalar(e.width, env)
-    saved = (lw.live, lw.rest, lw.body_counts)
-    lw.scopes.append(Scope(frame=lw.frame))
-    try:
+    with walk_state_kept(lw, scope=True):
         with lw.block() as pre:
             arrs = [lw.array(a, env) for a in e.arrs]
             check_width(lw, n, e.arrs, arrs, stm.loc, "map")
@@ -303,9 +301,6 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                 lw.emit(K.If(S.land(S.b("lt", rows[a], n), S.b("lt", cols[b], m)), st[0]))
 
         _, body = trial(lw, kernel)
-    finally:
-        lw.scopes.pop()
-        lw.live, lw.rest, lw.body_counts = saved
     if can_fail(body):
         return None
     for s in pre[0].stms:
