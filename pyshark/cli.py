@@ -4,6 +4,8 @@
     pyshark show module.py --ir core        print the core IR of a module (or kernels,
                                             llvm, opencl: the OpenCL C and host code)
     pyshark devices                         list the OpenCL platforms and devices
+                                            (each usable, or why not)
+    pyshark setup-opencl                    install an OpenCL CPU runtime that builds here
     pyshark build module.py [--backend B] [-o OUT]
     pyshark bench [OPTIONS]                 the benchmark suite (benchmarks/, a source checkout)
 
@@ -35,6 +37,14 @@ def _check_backends(names: list[str]) -> str | None:
     return None
 
 
+def _skipped_backends() -> list[tuple[str, str]]:
+    """(name, why) of the user-facing backends that cannot run here."""
+    reg = _registry()
+    here = set(reg.available_backends())
+    return [(name, reg.unavailable_reason(name) or "cannot run on this machine")
+            for name in reg.known_backends() if name not in here]
+
+
 def cmd_test(args) -> int:
     from . import testing
     backends = args.backend or _registry().available_backends()
@@ -42,6 +52,9 @@ def cmd_test(args) -> int:
     if problem:
         print(f"pyshark test: {problem}", file=sys.stderr)
         return 2
+    if not args.backend:
+        for name, why in _skipped_backends():
+            print(f"SKIP backend {name}: {why}")
     try:
         modules = testing.find_modules(args.path)
     except FileNotFoundError as exc:
@@ -145,26 +158,31 @@ def _show_opencl(program, options, spec) -> int:
 
 
 def cmd_devices(args) -> int:
-    """Lists the OpenCL platforms and devices, and the one PyShark uses by
-    default. Without pyopencl or any device it says so (exit 0)."""
+    """Lists the OpenCL platforms and devices, each "usable" or why not
+    (codegen/opencl/probe.py), and the one PyShark uses by default. Without
+    pyopencl or any device it says so (exit 0)."""
     try:
-        from pyshark.codegen.opencl import runtime
+        from pyshark.codegen.opencl import devices, icd
         import pyopencl as cl
-        plats = runtime.platforms()
-    except Exception as exc:            # no pyopencl, no ICD loader, no platform
+        plats = devices.platforms()
+        ok = devices.verdicts(plats)
+    except Exception as exc:            # no pyopencl, no ICD loader, a failing driver
         print(f"no OpenCL devices ({type(exc).__name__}: {exc})")
         return 0
     if not any(devs for _, devs in plats):
-        print("no OpenCL devices" + (f" ({len(plats)} platforms without devices)" if plats else ""))
+        print("no OpenCL devices" + (f" ({len(plats)} platforms without devices)" if plats else "")
+              + f"; the OpenCL loader read {icd.describe()}")
+        print(f"to get one: {devices.WHAT_TO_DO}")
         return 0
     chosen = None
     try:
+        from pyshark.codegen.opencl import runtime
         dev = runtime.device().dev
         chosen = next(((pi, di) for pi, (_, devs) in enumerate(plats)
                        for di, d in enumerate(devs) if d.int_ptr == dev.int_ptr), None)
-    except runtime.NoDevice as exc:
-        print(f"(the default choice fails: {exc})")
-    print(f"{'':2}{'P:D':5} {'type':5} {'CUs':>4} {'memory':>10} {'fp64':4}  name")
+    except Exception as exc:
+        print(f"(no default device: {exc})")
+    print(f"{'':2}{'P:D':5} {'type':5} {'CUs':>4} {'memory':>10} {'fp64':4}  name: status")
     for pi, (p, devs) in enumerate(plats):
         print(f"platform {pi}: {p.name} ({p.version.strip()})")
         for di, d in enumerate(devs):
@@ -174,12 +192,16 @@ def cmd_devices(args) -> int:
             fp64 = "yes" if (d.double_fp_config or "cl_khr_fp64" in d.extensions) else "no"
             mark = "* " if chosen == (pi, di) else "  "
             mem = f"{d.global_mem_size / 2**30:.1f} GiB"
+            v = ok[(pi, di)]
+            status = "usable" if v.usable else f"not usable: {v.reason}"
             print(f"{mark}{f'{pi}:{di}':5} {kind:5} {d.max_compute_units:>4} {mem:>10} "
-                  f"{fp64:4}  {d.name.strip()}")
+                  f"{fp64:4}  {d.name.strip()}: {status}")
     how = "PYOPENCL_CTX" if __import__("os").environ.get("PYOPENCL_CTX") else \
-        "the first GPU, else the first device"
+        "the first usable GPU, else the first usable device"
     print(f"* the default device ({how}); choose another with "
           f"Wrapper(backend='opencl', device='P:D' or a name substring) or PYOPENCL_CTX")
+    if not any(v.usable for v in ok.values()):
+        print(f"no device is usable: {devices.WHAT_TO_DO}")
     return 0
 
 
@@ -263,7 +285,9 @@ def make_parser() -> argparse.ArgumentParser:
                        "one the opencl backend uses by default)")
     d.set_defaults(func=cmd_devices)
 
-    # listed for --help only: main() hands `bench ...` to the benchmark runner
+    # listed for --help only: main() hands these to their own parsers
+    sub.add_parser("setup-opencl", add_help=False, help="install an OpenCL CPU runtime that "
+                   "builds on this machine (pyshark setup-opencl --help)")
     sub.add_parser("bench", add_help=False, help="run the benchmark suite (pyshark bench --help)")
     return p
 
@@ -272,6 +296,9 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:
         return cmd_bench(argv[1:])
+    if argv[:1] == ["setup-opencl"]:
+        from .setup_opencl import main as setup_main
+        return setup_main(argv[1:])
     args = make_parser().parse_args(argv)
     return args.func(args)
 

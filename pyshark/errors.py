@@ -3,6 +3,8 @@
 Run-time errors are the builtin Python classes (IndexError, ZeroDivisionError,
 AssertionError) plus ShapeError, so that every backend raises what Python mode
 raises. Compile-time errors are CompileError, always located in the source.
+What an OpenCL device or its driver does wrong is a DeviceError (never a raw
+pyopencl exception): NoDeviceError, DeviceBuildError, DeviceOutOfMemory.
 """
 from __future__ import annotations
 
@@ -43,3 +45,31 @@ class CompileError(Exception):
 
 class InternalCompilerError(Exception):
     """A bug in PyShark itself (for example an IR that fails the type checker)."""
+
+
+class DeviceError(RuntimeError):
+    """An OpenCL device cannot do what was asked: there is no usable device,
+    the driver failed to build a program, the device was lost, or it ran
+    out of memory. The message names the device and says what to do;
+    `device` is the device's name ("" when there is none) and `log` the
+    driver's build log where there is one."""
+
+    def __init__(self, message: str, *, device: str = "", log: str = ""):
+        self.device = device
+        self.log = log
+        text = message
+        if log.strip():
+            text += "\n--- the driver's build log ---\n" + log.strip()
+        super().__init__(text)
+
+
+class NoDeviceError(DeviceError):
+    """No usable OpenCL device here, or none that a device spec names."""
+
+
+class DeviceBuildError(DeviceError):
+    """The OpenCL driver could not build a program (its log is attached)."""
+
+
+class DeviceOutOfMemory(DeviceError, MemoryError):
+    """The OpenCL device has no memory left for an allocation or launch."""

@@ -29,6 +29,18 @@ def pytest_configure(config):
         os.environ["PYSHARK_CACHE_DIR"] = _SESSION_CACHE[-1]
 
 
+def pytest_report_header(config):
+    """Which OpenCL device the opencl tests run on (or why none), so a run's
+    log says it; under CI=true tests/codegen/opencl/test_ocl_usable.py fails
+    the run when there is none."""
+    from pyshark.wrapper import available_backends
+    from pyshark.wrapper.registry import unavailable_reason
+    if "opencl" in available_backends():
+        from pyshark.codegen.opencl import runtime
+        return f"pyshark opencl device: {runtime.device().name}"
+    return f"pyshark opencl device: none ({unavailable_reason('opencl')})"
+
+
 def pytest_unconfigure(config):
     for d in _SESSION_CACHE:
         shutil.rmtree(d, ignore_errors=True)

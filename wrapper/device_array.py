@@ -74,8 +74,9 @@ class DeviceArray:
 
     def get(self) -> np.ndarray:
         """A numpy copy (waits for the computation that makes it)."""
+        from pyshark.codegen.opencl.failures import device_errors
         from pyshark.codegen.opencl.runtime import LOCK
-        with LOCK:
+        with LOCK, device_errors(self.device.name, "copying a DeviceArray to the host"):
             return self.device.read(self._mem, self._off, self.shape, self.dtype)
 
     __array__ = _host_array

@@ -96,7 +96,21 @@ def get_backend(name: str) -> type:
                                  f"{', '.join(available_backends())}") from None
     check = getattr(cls, "is_available", None)
     if callable(check) and not check():
-        raise BackendUnavailable(f"backend {name!r} cannot run on this machine; available "
+        why = unavailable_reason(name)
+        raise BackendUnavailable(f"backend {name!r} cannot run on this machine"
+                                 f"{': ' + why if why else ''}; available "
                                  f"backends: {', '.join(available_backends())}")
     return cls
 
+
+
+def unavailable_reason(name: str) -> str:
+    """Why an available-looking backend cannot run here ("" when it can, or
+    when its class does not say): for opencl, each device and why it is not
+    usable, and what to do."""
+    try:
+        cls = _load(name)
+    except BackendUnavailable as exc:
+        return str(exc)
+    reason = getattr(cls, "unavailable_reason", None)
+    return reason() if callable(reason) else ""

@@ -9,7 +9,9 @@ the kernel IR they spell as text (kernels.txt) and abi.json (the CPU backend's e
 ABI and error messages, plus the kernels and the hashes of both sources).
 
 load: build the OpenCL program once per process (PoCL also caches binaries
-on disk), compile the host module once with compile(). call: the CPU
+on disk), compile the host module once with compile(). A driver's failure,
+here or in a call, is a pyshark DeviceError (failures.py), never a raw
+pyopencl exception. call: the CPU
 wrapper's flat call path (convert.FlatCall) and the native backends' error
 protocol (codegen/marshal.py); numpy array inputs are sent to the device,
 DeviceArray inputs are used where they are; array results are copied back
@@ -29,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from pyshark.core.types import ScalarType
+from pyshark.errors import DeviceError, DeviceOutOfMemory
 from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
@@ -37,6 +40,7 @@ from ..lower import symbol
 from ..marshal import error_from
 from .caller import make_caller
 from .emit_cl import HEAP_FULL
+from .failures import device_errors, is_driver_error, translate
 
 CL_FILE = "kernels.cl"
 HOST_FILE = "host.py"
@@ -86,7 +90,19 @@ class OpenCLModule(LoadedModule):
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
-        return self.callers[name](canon_args)
+        try:
+            return self.callers[name](canon_args)
+        except DeviceError:
+            raise
+        except MemoryError as exc:      # an allocation the device refused
+            raise DeviceOutOfMemory(f"on the OpenCL device {self.dev.name}, entry {name!r}: "
+                                    f"{exc}; free DeviceArrays or call Wrapper.close(), use "
+                                    f"smaller inputs, or Wrapper(backend='cpu')",
+                                    device=self.dev.name) from exc
+        except Exception as exc:        # a driver's failure becomes a DeviceError (failures.py)
+            if is_driver_error(exc):
+                raise translate(exc, self.dev.name, f"running entry {name!r}") from exc
+            raise
 
 
 class _Caller:
@@ -262,6 +278,17 @@ class OpenCLBackend(Backend):
         return runtime.available()
 
     @classmethod
+    def unavailable_reason(cls) -> str:
+        """"" when a usable device exists, else the NoDevice message (each
+        device and why it is not usable, and what to do)."""
+        from . import runtime
+        try:
+            runtime.device()
+            return ""
+        except runtime.NoDevice as exc:
+            return str(exc)
+
+    @classmethod
     def outranks_cpu(cls) -> bool:
         """Whether this backend should come before "cpu" among the available
         ones: only on a GPU (PoCL runs OpenCL on the CPU, slower than the
@@ -309,7 +336,9 @@ class OpenCLBackend(Backend):
                     f"the OpenCL device {dev.name} has no double precision (cl_khr_fp64), and "
                     f"this module computes with f64 in kernels: use f32, or another device "
                     f"(PYOPENCL_CTX) or backend")
-            built = dev.program(cl_source, [k[0] for k in abi["kernels"]], abi["build_options"])
+            with device_errors(dev.name, "building the module's kernels"):
+                built = dev.program(cl_source, [k[0] for k in abi["kernels"]],
+                                    abi["build_options"])
             kernels = []
             for (knl, wg), (kname, kinds, can_fail, group, *more) in zip(built, abi["kernels"]):
                 heap = bool(more and more[0])

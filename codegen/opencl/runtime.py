@@ -1,8 +1,8 @@
 """What running an OpenCL module needs: the device, its memory, launches.
 
 - The device: `device(spec)`. spec None: PYOPENCL_CTX when set (pyopencl's
-  own choice, non-interactive), otherwise the first GPU of any platform,
-  else the first device. spec "P:D" is platform P's device D (indexes as
+  own choice, non-interactive), otherwise the first usable GPU of any
+  platform, else the first usable device (devices.py; usable: probe.py). spec "P:D" is platform P's device D (indexes as
   `pyshark devices` lists them), "P" platform P's first device, anything
   else a case-insensitive substring of "platform / device name". One
   context, in-order queue, memory pool and error buffer per device, made
@@ -121,8 +121,10 @@ def device(spec: Optional[str] = None) -> "Device":
             if key is None:
                 _failures[key] = str(exc)
             raise
-        except Exception as exc:        # no pyopencl, no platform, no device
-            _failures[key] = f"{type(exc).__name__}: {exc}"
+        except Exception as exc:        # no pyopencl, no loader, a driver failing to list
+            from .devices import WHAT_TO_DO
+            _failures[key] = (f"OpenCL cannot be used here ({type(exc).__name__}: "
+                              f"{str(exc).strip()[:300]}); {WHAT_TO_DO}")
             raise NoDevice(_failures[key]) from exc
         if key is None:
             _default = found
@@ -245,7 +247,7 @@ class Device:
         with self.lock:
             found = self.programs.get(key)
             if found is None:
-                prg = cl.Program(self.ctx, source).build(options=opts)
+                prg = self._build(source, opts)
                 found = []
                 for name in kernel_names:
                     k = cl.Kernel(prg, name)
@@ -253,6 +255,25 @@ class Device:
                     found.append((k, max(1, min(self.wg, wg))))
                 self.programs[key] = found
             return found
+
+    def _build(self, source: str, opts: list):
+        """The built cl.Program; DeviceBuildError with the driver's log when
+        the driver cannot build it."""
+        from pyshark.errors import DeviceBuildError
+        cl = self.cl
+        prg = cl.Program(self.ctx, source)
+        try:
+            return prg.build(options=opts)
+        except cl.Error as exc:
+            try:
+                log = prg.get_build_info(self.dev, cl.program_build_info.LOG)
+            except cl.Error:
+                log = str(exc)
+            raise DeviceBuildError(
+                f"the OpenCL driver of {self.name} could not build PyShark's kernels "
+                f"({str(exc).strip().splitlines()[0] if str(exc).strip() else 'no reason given'}); "
+                f"update the runtime (pyshark setup-opencl), choose another device, or use "
+                f"Wrapper(backend='cpu')", device=self.name, log=log) from exc
 
     # -- memory (under the lock) -----------------------------------------------------
 

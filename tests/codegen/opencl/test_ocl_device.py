@@ -342,8 +342,8 @@ def test_pyshark_devices_lists_the_default():
 
 def test_pyshark_devices_without_devices(monkeypatch, capsys):
     from pyshark import cli
-    from pyshark.codegen.opencl import runtime
-    monkeypatch.setattr(runtime, "platforms", lambda: [])
+    from pyshark.codegen.opencl import devices
+    monkeypatch.setattr(devices, "platforms", lambda: [])
     assert cli.main(["devices"]) == 0
     assert "no OpenCL devices" in capsys.readouterr().out
 
