@@ -189,10 +189,13 @@ def _asm(text: str) -> str:
 
 
 def test_spelled_as_aligned_streaming_vector_stores(streams):
-    # one streaming store per nontemporal array (f32, f64, bool: the
-    # instruction's domain is LLVM's choice), none for the ordinary one
+    # one streaming store per 64-byte line per nontemporal array (f32, f64,
+    # bool: the instruction's domain is LLVM's choice), none for the ordinary
+    # one: one zmm store a line with AVX-512, two ymm stores on an AVX2-only
+    # CPU (Zen 3), four xmm stores with SSE alone
     asm = _asm(streams.text)
-    assert len(re.findall(r"\bv?movnt(?:ps|pd|dq)\b", asm)) == 3, asm
+    found = len(re.findall(r"\bv?movnt(?:ps|pd|dq)\b", asm))
+    assert found in (3, 6, 12), asm
     assert "sfence" in asm
 
 
