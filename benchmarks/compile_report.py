@@ -48,7 +48,9 @@ def _load_in_new_process(backend: str, cache: str, paths: list[Path]) -> tuple[d
                                                                      str(REPO)])))
     safe = ["-P"] if getattr(sys.flags, "safe_path", False) else []
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, *safe, "-m", "benchmarks.compile_report", backend,
+    # this module's own name: benchmarks.compile_report in a checkout,
+    # pyshark.benchmarks.compile_report in an installed copy
+    done = subprocess.run([sys.executable, *safe, "-m", f"{__package__}.compile_report", backend,
                            cache, *map(str, paths)], capture_output=True, text=True, env=env,
                           cwd=REPO, timeout=600)
     total = time.perf_counter() - t0

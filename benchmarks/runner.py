@@ -30,7 +30,11 @@ from .targets import (BackendTarget, PeerTarget, Skip, Timeout, default_limits, 
                       time_limit)
 from .timing import first_calls, measure
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+_HERE = Path(__file__).resolve().parent
+#: a checkout's benchmarks/results; for an installed copy (pyshark.benchmarks in
+#: site-packages, `pyshark bench` outside a checkout) ./pyshark-bench-results
+RESULTS_DIR = (_HERE / "results" if (_HERE.parent / "pyproject.toml").is_file()
+               else Path.cwd() / "pyshark-bench-results")
 #: the targets whose output every other one is compared with, the first that runs
 #: (NumPy's; where a profile leaves NumPy out, Numba's, ...)
 REFERENCES = ("numpy", "numba", "ps.cpu", "cupy")

@@ -232,14 +232,19 @@ def cmd_build(args) -> int:
 
 
 def cmd_bench(argv: list[str]) -> int:
-    """Hands every argument to benchmarks.runner (it lives beside the package, not in it)."""
+    """Hands every argument to the benchmark runner: benchmarks/ of a source
+    checkout, else the copy installed with the package (pyshark.benchmarks)."""
     root = Path(__file__).resolve().parent.parent
-    if not (root / "benchmarks" / "runner.py").is_file():
-        print("pyshark bench: the benchmarks/ folder of a source checkout is needed "
-              "(pip install -e '.[bench]' from the repository)", file=sys.stderr)
-        return 2
-    sys.path.insert(0, str(root))
-    from benchmarks.runner import main as bench_main
+    if (root / "benchmarks" / "runner.py").is_file() and (root / "pyproject.toml").is_file():
+        sys.path.insert(0, str(root))
+        from benchmarks.runner import main as bench_main
+    else:
+        try:
+            from pyshark.benchmarks.runner import main as bench_main
+        except ImportError as exc:
+            print(f"pyshark bench: the benchmark suite is not installed here ({exc}); "
+                  f"pip install 'pyshark[bench]'", file=sys.stderr)
+            return 2
     return bench_main(argv)
 
 
