@@ -52,6 +52,7 @@ _C_NAMES = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t"
 
 
 from .runtime import PysharkCtx as Ctx
+from .c_api import HEADER as C_API_HEADER
 
 
 def _libc():
@@ -115,7 +116,8 @@ def c_header(program: ir.Program) -> str:
              "/* Each entry returns 0 or an error code (1 IndexError, 2 ZeroDivisionError,",
              "   3 AssertionError, 4 ShapeError, 5 ValueError, 6 MemoryError). Arrays come",
              "   in as a data pointer and one int64_t per dimension; array results come",
-             "   back as a pointer to release with free() and their dimensions. */", ""]
+             "   back as a pointer to release with free() and their dimensions. */", "",
+             C_API_HEADER]
     for name in program.entries:
         fun = program.entry_fun(name)
         params = ["pyshark_ctx *ctx"]

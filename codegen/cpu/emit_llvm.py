@@ -677,6 +677,8 @@ class _ModEmitter:
             self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
         for f in self.kmod.functions:
             self.function(f)
+        from .c_api import add_c_api        # after the functions: the messages are final
+        add_c_api(self.module, self.kmod.messages)
         return str(self.module)
 
     def function(self, f: K.Function):
