@@ -158,15 +158,14 @@ def _check_range(a: np.ndarray, t: ScalarType, where: Where) -> None:
 
 
 def _numpy_cast_ok(src: np.dtype, t: ScalarType, lenient: bool) -> bool:
+    """THE casting rule for array arguments (docs/decisions.md, "Argument
+    conversion"): numpy's "same_kind" rule, as its ufuncs apply by default
+    (integers to any integer or float type, floats to any float type,
+    never floats to integers), with bools kept apart as for scalars. Integer
+    narrowing is range-checked by the caller; float narrowing rounds."""
     if src.kind == "b" or t is BOOL:
         return False          # bools convert to and from nothing else
-    if np.can_cast(src, t.dtype, "safe"):
-        return True
-    if src == np.dtype(np.float64) and t is F32:
-        return True           # the documented rounding case
-    if lenient:
-        return src.kind in "iu" or (src.kind == "f" and t.is_float)
-    return False
+    return src.kind in "iuf" and np.can_cast(src, t.dtype, "same_kind")
 
 
 def _from_ndarray(t: ScalarType, k: int, a: np.ndarray, where: Where, lenient: bool):
@@ -179,8 +178,10 @@ def _from_ndarray(t: ScalarType, k: int, a: np.ndarray, where: Where, lenient: b
     if lenient and a.size == 0 and a.dtype.kind in "biuf":
         return np.zeros(a.shape, t.dtype)     # a result with no values: only its type was unknown
     if not _numpy_cast_ok(a.dtype, t, lenient):
+        how = (" (a float array never converts to integers implicitly: truncating must be "
+               "explicit)" if a.dtype.kind == "f" and t.is_int else "")
         raise TypeError(f"{where}: expected an array of {t} ({t.dtype}), got an array of "
-                        f"{a.dtype}; convert it with .astype(numpy.{t.dtype})")
+                        f"{a.dtype}{how}; convert it with .astype(numpy.{t.dtype})")
     if t.is_int and a.dtype.kind in "iu" and not np.can_cast(a.dtype, t.dtype, "safe"):
         _check_range(a, t, where)
     with np.errstate(over="ignore", invalid="ignore"):

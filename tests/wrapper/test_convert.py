@@ -64,21 +64,59 @@ def test_non_contiguous_array_is_made_contiguous():
     assert got.flags.c_contiguous and np.array_equal(got, xs)
 
 
-def test_safe_casts_and_f64_to_f32_are_allowed():
+def test_same_kind_casts_are_allowed():
     assert convert.convert_arg(arr(f64), np.arange(3, dtype=np.int32), "xs").dtype == np.float64
     assert convert.convert_arg(arr(i64), np.arange(3, dtype=np.int8), "xs").dtype == np.int64
     got = convert.convert_arg(arr(f32), np.array([0.1, 1e300]), "xs")
     assert got.dtype == np.float32 and got[0] == np.float32(0.1) and got[1] == np.inf
+    got = convert.convert_arg(arr(f32), np.array([1, 2**24 + 1], np.int32), "xs")
+    assert got.dtype == np.float32 and got.tolist() == [1.0, 2.0**24]      # rounds to nearest
+    got = convert.convert_arg(arr(i32), np.array([5, -7], np.int64), "xs")
+    assert got.dtype == np.int32 and got.tolist() == [5, -7]
+    assert convert.convert_arg(arr(i64), np.array([3], np.uint64), "xs").tolist() == [3]
 
 
-@pytest.mark.parametrize("value,t", [(np.zeros(3), i32), (np.zeros(3, np.int64), i32),
+@pytest.mark.parametrize("value,t", [(np.zeros(3), i32), (np.zeros(3, np.float32), i64),
                                      (np.zeros(3, np.bool_), i32), (np.zeros(3, np.int32), b),
-                                     (np.zeros(3, np.uint64), i64)])
-def test_unsafe_dtype_is_type_error_naming_both_types(value, t):
+                                     (np.zeros(3, np.complex64), f64)])
+def test_other_dtypes_are_type_errors_naming_both_types(value, t):
     with pytest.raises(TypeError) as info:
         convert.convert_arg(arr(t), value, "xs")
     msg = str(info.value)
     assert "'xs'" in msg and str(value.dtype) in msg and t.t.value in msg
+
+
+@pytest.mark.parametrize("value,t", [(np.array([2**31], np.int64), i32),
+                                     (np.array([300], np.uint16), SScalar(U8)),
+                                     (np.array([2**63], np.uint64), i64)])
+def test_integer_narrowing_is_range_checked(value, t):
+    with pytest.raises(OverflowError, match="'xs'"):
+        convert.convert_arg(arr(t), value, "xs")
+
+
+_DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+           np.uint64, np.float32, np.float64]
+
+
+@pytest.mark.parametrize("src", _DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("dst", _DTYPES, ids=lambda d: np.dtype(d).name)
+def test_one_casting_rule_for_every_dtype_pair(src, dst):
+    """Every pair follows the documented rule (same_kind, bools apart): an
+    accepted array arrives as numpy's own astype of it, a refused one is a
+    TypeError naming the parameter and both dtypes."""
+    from pyshark.core.types import ScalarType
+    t = next(st for st in ScalarType if np.dtype(st.dtype) == np.dtype(dst))
+    value = np.array([0, 1, 3], dtype=src)
+    src_d, dst_d = np.dtype(src), np.dtype(dst)
+    allowed = (src_d == dst_d or (src_d.kind != "b" and dst_d.kind != "b"
+                                  and np.can_cast(src_d, dst_d, "same_kind")))
+    if allowed:
+        got = convert.convert_arg(arr(SScalar(t)), value, "xs")
+        assert got.dtype == dst_d and np.array_equal(got, value.astype(dst_d))
+    else:
+        with pytest.raises(TypeError) as info:
+            convert.convert_arg(arr(SScalar(t)), value, "xs")
+        assert "'xs'" in str(info.value) and src_d.name in str(info.value)
 
 
 def test_wrong_rank_is_type_error_naming_parameter():
