@@ -77,16 +77,22 @@ def test_corrupt_cache_entry_is_rebuilt(tmp_path, damage):
     assert np.array_equal(w.saxpy(2.0, xs, xs), 3 * xs)
 
 
-def test_build_and_call_from_c(tmp_path):
-    out = tmp_path / "saxpy-cpu"
-    r = subprocess.run([sys.executable, "-m", "pyshark.cli", "build", str(SAXPY), "--backend",
-                        "cpu", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
+def _build_for_c(src: Path, out: Path) -> tuple[str, str]:
+    """`pyshark build --backend cpu` of src into out: (module.h's text, the C
+    compiler); skips without a C compiler."""
+    r = subprocess.run([sys.executable, "-m", "pyshark.cli", "build", str(src), "--backend",
+                        "cpu", "-o", str(out)], capture_output=True, text=True, cwd=out.parent)
     assert r.returncode == 0, r.stderr
-    header = (out / "module.h").read_text()
-    assert "pyshark_saxpy(" in header and "pyshark_dot(" in header
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is None:
         pytest.skip("no C compiler")
+    return (out / "module.h").read_text(), cc
+
+
+def test_build_and_call_from_c(tmp_path):
+    out = tmp_path / "saxpy-cpu"
+    header, cc = _build_for_c(SAXPY, out)
+    assert "pyshark_saxpy(" in header and "pyshark_dot(" in header
     prog = tmp_path / "main.c"
     prog.write_text(textwrap.dedent("""
         #include <stdio.h>
@@ -319,16 +325,10 @@ def test_c_api_context_and_error_text(tmp_path):
     src = tmp_path / "errs.py"
     src.write_text("import pyshark.prelude as ps\n" + ERRORS_SRC)
     out = tmp_path / "errs-cpu"
-    r = subprocess.run([sys.executable, "-m", "pyshark.cli", "build", str(src), "--backend",
-                        "cpu", "-o", str(out)], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
-    header = (out / "module.h").read_text()
+    header, cc = _build_for_c(src, out)
     for decl in ("pyshark_ctx *pyshark_ctx_new(void);", "void pyshark_ctx_free(pyshark_ctx *ctx);",
                  "int64_t pyshark_error_message(const pyshark_ctx *ctx, char *buf, int64_t size);"):
         assert decl in header
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler")
     prog = tmp_path / "main.c"
     prog.write_text(textwrap.dedent("""
         #include <stdio.h>
