@@ -57,6 +57,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, Union
 
 from pyshark.core.types import BOOL, F32, F64, I8, I32, I64, ScalarType
+from pyshark.errors import RUNTIME_ERRORS
 
 
 # ---------------------------------------------------------------------------
@@ -375,10 +376,7 @@ class AtomicLoad:
 Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barrier,
             LocalAlloc, AtomicUpdate, AtomicLoad]
 
-ERROR_CODES = {
-    "IndexError": 1, "ZeroDivisionError": 2, "AssertionError": 3,
-    "ShapeError": 4, "ValueError": 5, "MemoryError": 6,
-}
+ERROR_CODES = {name: code for name, (code, _) in RUNTIME_ERRORS.items()}
 
 
 # ---------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from pyshark.core.types import ScalarType
-from pyshark.errors import ShapeError
 from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
@@ -27,8 +26,7 @@ from . import kir as K
 from .lower import symbol
 
 KERNELS_FILE = "kernels.pickle"
-_ERRORS = {1: IndexError, 2: ZeroDivisionError, 3: AssertionError, 4: ShapeError,
-           5: ValueError, 6: MemoryError}
+from .marshal import ERRORS as _ERRORS
 
 
 class KirModule(LoadedModule):

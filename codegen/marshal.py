@@ -4,11 +4,10 @@ args) that compiled code reports through the ctx protocol of kir.py. (The
 flatten -> call -> unflatten path is wrapper/convert.py's FlatCall.)"""
 from __future__ import annotations
 
-from pyshark.errors import ShapeError
+from pyshark.errors import RUNTIME_ERRORS
 
 #: kir.ERROR_CODES -> the exception class Python mode raises
-ERRORS = {1: IndexError, 2: ZeroDivisionError, 3: AssertionError, 4: ShapeError,
-          5: ValueError, 6: MemoryError}
+ERRORS = {code: cls for code, cls in RUNTIME_ERRORS.values()}
 
 
 def error_from(code: int, msg: int, args, messages: list) -> Exception:

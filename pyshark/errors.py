@@ -13,6 +13,12 @@ class ShapeError(ValueError):
     """An irregular array, a length mismatch in map/zip, or a bad unflatten."""
 
 
+#: The run-time errors compiled code raises, written once: the name an
+#: ir.Assert / kir.Fail carries -> (its code in the native ABI's ctx, the class
+#: every backend raises). Codes are 1..N with no gap (codegen/cpu/c_api.py).
+RUNTIME_ERRORS: dict = {}
+
+
 class CompileError(Exception):
     """A program outside the PyShark subset, located at file:line:col.
 
@@ -73,3 +79,11 @@ class DeviceBuildError(DeviceError):
 
 class DeviceOutOfMemory(DeviceError, MemoryError):
     """The OpenCL device has no memory left for an allocation or launch."""
+
+
+RUNTIME_ERRORS.update({
+    "IndexError": (1, IndexError), "ZeroDivisionError": (2, ZeroDivisionError),
+    "AssertionError": (3, AssertionError), "ShapeError": (4, ShapeError),
+    "ValueError": (5, ValueError), "MemoryError": (6, MemoryError),
+    "OverflowError": (7, OverflowError),
+})

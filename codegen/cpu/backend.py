@@ -114,7 +114,8 @@ def c_header(program: ir.Program) -> str:
              "typedef struct { int32_t code; int32_t msg; int64_t args[4];",
              "                 int32_t nthreads; int32_t pad; } pyshark_ctx;",
              "/* Each entry returns 0 or an error code (1 IndexError, 2 ZeroDivisionError,",
-             "   3 AssertionError, 4 ShapeError, 5 ValueError, 6 MemoryError). Arrays come",
+             "   3 AssertionError, 4 ShapeError, 5 ValueError, 6 MemoryError, 7 OverflowError;",
+             "   pyshark_error_message below gives the text). Arrays come",
              "   in as a data pointer and one int64_t per dimension; array results come",
              "   back as a pointer to release with free() and their dimensions. */", "",
              C_API_HEADER]

@@ -86,8 +86,10 @@ COUNT = "pyshark_n"
 # work-item i owns arena[i * stride, (i + 1) * stride).
 ARENA, STRIDE, HEAP, TOP = "pyshark_arena", "pyshark_stride", "pyshark_heap", "pyshark_top"
 # The error code of a work-item whose heap is too small: the host grows the
-# stride and runs the entry again (runtime.py); never a user-visible error.
-HEAP_FULL = 7
+# stride and runs the entry again (runtime.py); never a user-visible error,
+# so its code lies beyond every run-time error's (kir.ERROR_CODES).
+HEAP_FULL = 64
+assert HEAP_FULL not in K.ERROR_CODES.values()
 HEAP_HEADER = 16                # bytes before each block: its size (LIFO frees)
 
 # ---------------------------------------------------------------------------

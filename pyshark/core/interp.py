@@ -21,7 +21,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..errors import InternalCompilerError, ShapeError
+from ..errors import RUNTIME_ERRORS, InternalCompilerError, ShapeError
 from . import ir, ops
 from .types import ScalarType, Type
 
@@ -255,9 +255,7 @@ def _h_loop(it: I, e: ir.Loop, env, loc):
     return [env.pop(p.name) for p in params]
 
 
-_ERRORS = {"AssertionError": AssertionError, "IndexError": IndexError,
-           "ZeroDivisionError": ZeroDivisionError, "ShapeError": ShapeError,
-           "ValueError": ValueError}
+_ERRORS = {name: cls for name, (_, cls) in RUNTIME_ERRORS.items()}
 
 
 def _h_assert(it: I, e: ir.Assert, env, loc):

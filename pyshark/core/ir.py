@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .types import ArrayType, ScalarType, SRecord, SType, Type
+from ..errors import RUNTIME_ERRORS
 
 
 # ---------------------------------------------------------------------------
@@ -217,8 +218,9 @@ class Assert:
     error: str = "AssertionError"
 
 
-ERROR_KINDS = frozenset({"AssertionError", "IndexError", "ZeroDivisionError", "ShapeError",
-                         "ValueError"})
+#: the errors an Assert may raise: every run-time error (pyshark/errors.py)
+#: but MemoryError, which only a failed allocation raises
+ERROR_KINDS = frozenset(RUNTIME_ERRORS) - {"MemoryError"}
 
 
 # ---------------------------------------------------------------------------

@@ -52,10 +52,10 @@ def lower_length(c: PCall):
     return ScalarV(c.size(xs), py=py)
 
 
-def _nonempty(c: PCall, xs: ArrayV, what: str, error: str) -> ir.Var:
+def _nonempty(c: PCall, xs: ArrayV, what: str, error: str, message: str = "") -> ir.Var:
     n = c.size(xs)
     ok = c.bind1(ir.BinOp("gt", n, ir.Const(0, I64)), "nonempty")
-    c.emit_assert(ok, f"{what} of an empty array", error)
+    c.emit_assert(ok, message or f"{what} of an empty array", error)
     return n
 
 
@@ -277,11 +277,16 @@ def lower_sum_product(c: PCall, op: str):
 
 def lower_extreme(c: PCall, op: str):
     """ps.minimum / ps.maximum (and builtin min/max of one array): NaN
-    propagates; an empty array raises ShapeError as in Python mode."""
+    propagates; an empty array raises what Python mode raises: ShapeError
+    for the prelude's, ValueError with Python's own message for the
+    builtins ("max() arg is an empty sequence")."""
     c.count(1, usage=f"{c.name}(xs)")
     xs, p = _numeric(c, c.name, True)
     what = {"min": "minimum", "max": "maximum"}[op]
-    n = _nonempty(c, xs, what, "ShapeError")
+    if c.qualname.startswith("builtins."):
+        n = _nonempty(c, xs, what, "ValueError", f"{op}() arg is an empty sequence")
+    else:
+        n = _nonempty(c, xs, what, "ShapeError")
     res = _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)
     if c.qualname.startswith("builtins.") and isinstance(res, ScalarV):
         res = ScalarV(res.atom, py=xs.part_py()[0])     # Python's min/max give an element

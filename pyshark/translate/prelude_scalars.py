@@ -44,7 +44,28 @@ def lower_conversion(c: PCall, t: ScalarType):
     py = False
     if builtin:
         py = conversion_py(t, x.py) if x.py else runtime_py()
+        if t.is_int and x.type.is_float and not isinstance(x.atom, ir.Const):
+            _check_python_int(c, x)
     return convert(c.ctx, t, x, c.arg_node(0), py=py)
+
+
+def _check_python_int(c: PCall, x: ScalarV) -> None:
+    """int(x) of a float raises what Python raises: ValueError for nan,
+    OverflowError for an infinity. A finite value beyond int64 is a Python
+    int in Python mode (outside the golden rule, as int arithmetic beyond
+    int64 is); compiled code raises OverflowError rather than wrap."""
+    bind = c.bind1
+    nan = bind(ir.UnOp("isnan", x.atom), "isnan")
+    c.emit_assert(bind(ir.UnOp("not", nan), "notnan"), "cannot convert float NaN to integer",
+                  "ValueError")
+    inf = bind(ir.UnOp("isinf", x.atom), "isinf")
+    c.emit_assert(bind(ir.UnOp("not", inf), "finite"), "cannot convert float infinity to integer",
+                  "OverflowError")
+    lo = bind(ir.BinOp("ge", x.atom, ir.Const(-2.0 ** 63, x.type)), "lo")
+    hi = bind(ir.BinOp("lt", x.atom, ir.Const(2.0 ** 63, x.type)), "hi")
+    c.emit_assert(bind(ir.BinOp("land", lo, hi), "fits"),
+                  "the float is out of the range of the 64-bit int compiled code computes with",
+                  "OverflowError")
 
 
 def lower_math_unary(c: PCall, op: str):

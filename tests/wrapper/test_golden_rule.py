@@ -165,3 +165,30 @@ def test_a_huge_python_int_for_a_float_parameter(wrappers):
             w.scaled(1.0, -10 ** 400)
     same_everywhere(wrappers, "scaled", 2 ** 64, 10 ** 39,
                     want=(np.float64(2.0 ** 65), np.float32(np.inf)))
+
+
+# -- issue 15, item 11: divergences closed ------------------------------------------------
+
+def test_builtin_min_max_of_an_empty_array_is_pythons_value_error(wrappers):
+    same_everywhere(wrappers, "builtin_extremes", np.zeros(0, np.float32), raises=ValueError)
+    for w in wrappers.values():
+        with pytest.raises(ValueError, match=r"min\(\) arg is an empty sequence"):
+            w.builtin_extremes([])
+    same_everywhere(wrappers, "builtin_extremes", [3.0, -1.0, 2.0],
+                    want=(np.float32(-1.0), np.float32(3.0)))
+
+
+@pytest.mark.parametrize("x,raises", [(NAN, ValueError), (INF, OverflowError),
+                                      (-INF, OverflowError)])
+def test_int_of_nan_or_inf_raises_what_python_raises(wrappers, x, raises):
+    same_everywhere(wrappers, "to_python_int", x, raises=raises)
+    n = 70_001                                           # above the parallel thresholds
+    xs = np.linspace(-5.0, 5.0, n).astype(np.float32)
+    xs[n - 3] = np.float32(x)
+    same_everywhere(wrappers, "to_python_ints", xs, raises=raises)
+
+
+def test_int_of_finite_floats_truncates(wrappers):
+    same_everywhere(wrappers, "to_python_int", -3.7, want=-3)
+    same_everywhere(wrappers, "to_python_ints", np.array([1.5, -2.5, 0.0], np.float32),
+                    want=np.array([2, -4, 0], np.int64))

@@ -136,3 +136,20 @@ def spreads(ps_: ps.Array[Pair]) -> ps.Array[ps.f32]:
 @ps.entry
 def scaled(x: ps.f64, y: ps.f32) -> tuple[ps.f64, ps.f32]:
     return (x * 2.0, y * 2.0)
+
+
+# -- issue 15, item 11: divergences closed ------------------------------------------------
+
+@ps.entry
+def builtin_extremes(xs: ps.Array[ps.f32]) -> tuple[ps.f32, ps.f32]:
+    return (min(xs), max(xs))
+
+
+@ps.entry
+def to_python_int(x: ps.f64) -> int:
+    return int(x)
+
+
+@ps.entry
+def to_python_ints(xs: ps.Array[ps.f32]) -> ps.Array[int]:
+    return ps.map(lambda x: int(x) * 2, xs)
