@@ -468,8 +468,8 @@ def _h_concat(lw: Lowerer, e: ir.Concat, env, stm):
     for name, a in zip(e.arrs, arrs):
         for d in range(1, rank):
             ok = S.lor(S.b("eq", a.shape[0], ZERO), S.b("eq", a.shape[d], inner[d - 1]))
-            lw.check(ok, "ShapeError", f"concat: {name.name} has rows of another shape",
-                     stm.loc)
+            lw.check(ok, "ShapeError", f"concat: inner shapes differ (dimension {d} "
+                     f"of the rows: {{}} and {{}})", stm.loc, (inner[d - 1], a.shape[d]))
     out = lw.alloc("cat", arrs[0].elem, (total, *inner))
     rs = lw.row_size(out)
     off: K.Expr = ZERO

@@ -18,8 +18,9 @@ def check_width(lw: Lowerer, n: K.Expr, names, vals, loc, what: str) -> None:
         if w is n or (isinstance(w, K.KConst) and isinstance(n, K.KConst)
                       and w.value == n.value):
             continue
+        # Python mode's words (prelude/soacs.py), never an internal name
         lw.check(S.b("eq", w, n), "ShapeError",
-                 f"{what}: {name.name} has length {{}} but the width is {{}}", loc, (w, n))
+                 f"{what}: arrays of lengths {{}} and {{}}", loc, (n, w))
 
 
 def elements(lw: Lowerer, arrs: list, i: K.Expr) -> list:

@@ -83,8 +83,7 @@ def _stack(vals: list, t: Type, loc, what: str, inner=None) -> np.ndarray:
 def _check_width(w: int, arrs, vals, loc, what: str):
     for a, v in zip(arrs, vals):
         if v.shape[0] != w:
-            raise ShapeError(f"{what}: {a.name} has length {v.shape[0]} but the width "
-                             f"is {w}{_at(loc)}")
+            raise ShapeError(f"{what}: arrays of lengths {w} and {v.shape[0]}{_at(loc)}")
 
 
 # ---------------------------------------------------------------------------
@@ -339,8 +338,7 @@ def _h_concat(it: I, e: ir.Concat, env, loc):
     inner = full[0].shape[1:]
     for a, v in zip(e.arrs, vals):
         if v.shape[0] > 0 and v.shape[1:] != inner:
-            raise ShapeError(f"concat: {a.name} has rows of shape {v.shape[1:]}, "
-                             f"expected {inner}{_at(loc)}")
+            raise ShapeError(f"concat: inner shapes {inner} and {v.shape[1:]} differ{_at(loc)}")
     return (np.concatenate(full),)
 
 
