@@ -61,9 +61,14 @@ def jit(fn: Callable[..., Any] | None = None, /, *, backend: str | None = None,
     except TypeError as exc:
         raise TypeError(f"pyshark.jit: {exc} (the options are Wrapper's: "
                         f"{', '.join(_wrapper_option_names())})") from None
-    if backend is not None and not isinstance(backend, str):
-        raise TypeError(f"pyshark.jit: backend must be a str such as 'cpu', not "
-                        f"{type(backend).__name__}")
+    if backend is not None:
+        from .wrapper import known_backends
+        if not isinstance(backend, str):
+            raise TypeError(f"pyshark.jit: backend must be a str such as 'cpu', not "
+                            f"{type(backend).__name__}")
+        if backend not in known_backends():
+            raise ValueError(f"pyshark.jit: unknown backend {backend!r}; known backends: "
+                             f"{', '.join(known_backends())}")
 
     def decorate(f: F) -> F:
         return _jit_function(f, backend, dict(wrapper_options))
