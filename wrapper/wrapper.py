@@ -1,7 +1,7 @@
 """The Wrapper: compile PyShark modules once, call their entries from Python.
 
     w = Wrapper(backend="python")      # or "core", later "cpu" / "opencl"
-    w.add_source_file("saxpy.py")
+    w.add_source_file("saxpy.py")      # or add_source(text, name), add_module(module)
     w.compile_and_load()               # a load, not a compile, when cached
     w.run_saxpy(2.0, xs, ys)           # == w.invoke("run_saxpy", 2.0, xs, ys)
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import shutil
 import tempfile
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,7 +93,7 @@ class Wrapper:
             raise TypeError(f"add_source: text must be a str, not {type(text).__name__}")
         return self._add(_Source(str(name), text=text))
 
-    def add_module(self, module) -> "Wrapper":
+    def add_module(self, module: types.ModuleType) -> "Wrapper":
         """Adds an imported Python module object: its file when it has one,
         else its source as linecache/inspect know it (e.g. a notebook)."""
         if not inspect.ismodule(module):

@@ -3,8 +3,9 @@
 Module level: imports, a docstring, NamedTuple records, type aliases,
 constants (inlined lazily where used, so weak constants stay weak),
 top-level defs (every parameter and the return annotated) and `@ps.entry`
-(or `@pyshark.jit`) entries. `__pyshark_cases__` (the embedded test table) and other dunder
-assignments are skipped, as is an `if __name__ == "__main__":` block.
+(or `@pyshark.jit`) entries. `__pyshark_cases__` (the embedded test table)
+and other dunder assignments are skipped, as is an
+`if __name__ == "__main__":` block.
 Every top-level def is translated (so errors anywhere are reported) and
 becomes a FunDef; entries also get an ir.Entry.
 """
