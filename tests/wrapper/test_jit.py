@@ -390,3 +390,39 @@ def test_public_api():
         assert getattr(pyshark, name) is not None
     assert (Path(pyshark.__file__).parent / "py.typed").is_file()
     assert inspect.signature(pyshark.jit).parameters["backend"].annotation
+
+
+SPELLINGS = '''\
+import numpy as np
+import pyshark as pk
+from pyshark import jit as pjit
+from pyshark.prelude import Array, f64, i64, map
+
+unused = np.zeros(3)
+
+
+@pjit
+def square(x: f64) -> f64:
+    return x * x
+
+
+@pk.jit(backend="{backend}")
+def sum_squares(xs: Array[f64]) -> Array[f64]:
+    return map(square, xs)
+
+
+@pk.jit(backend="{backend}")
+def count(n: i64) -> i64:
+    return n + 1
+'''
+
+
+@pytest.mark.parametrize("backend", ["python", "cpu"])
+def test_other_spellings_and_one_jit_calling_another(tmp_path, backend):
+    path = tmp_path / f"spellings_{backend}.py"
+    path.write_text(SPELLINGS.replace("{backend}", backend))
+    module = _import_file(path)
+    xs = np.array([1.0, -2.0, np.nan], np.float64)
+    assert_close(module.sum_squares(xs), module.sum_squares.py_func(xs))
+    assert module.sum_squares.compile().entries == ["square", "sum_squares"]
+    assert module.count(41) == 42 and module.square(3.0) == 9.0
