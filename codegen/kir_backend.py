@@ -87,7 +87,7 @@ class KirBackend(Backend):
 
     def compile(self, path: Path, source_text: str, directory: Path):
         from .cpu.backend import build_kernels
-        program = translate_and_check(path)
+        program = translate_and_check(path, text=source_text)
         kernels = build_kernels(program, self.options, par_min=4)
         (Path(directory) / KERNELS_FILE).write_bytes(pickle.dumps((kernels, program)))
         return program, {"kernels": KERNELS_FILE}

@@ -1,22 +1,41 @@
 """PyShark: data-parallel kernels in plain Python.
 
 The same module runs as Python (with `pyshark.prelude`), on every CPU core, or
-on a GPU through OpenCL. `Wrapper` compiles and invokes a module's entries.
+on a GPU through OpenCL. `@pyshark.jit` compiles one function (and what it
+uses) on its first call; `Wrapper` compiles whole modules and invokes their
+entries.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from .errors import CompileError, ShapeError
+from .jit import jit
+
+if TYPE_CHECKING:      # what the lazy names below are, for type checkers
+    from .wrapper import (DeviceArray, DeviceStructArray, UnknownEntry, Wrapper,
+                          available_backends, known_backends)
 
 __version__ = "0.1.0"
 
-__all__ = ["CompileError", "ShapeError", "Wrapper", "DeviceArray", "DeviceStructArray",
-           "__version__"]
+__all__ = ["jit", "Wrapper", "DeviceArray", "DeviceStructArray", "CompileError", "ShapeError",
+           "UnknownEntry", "available_backends", "known_backends", "__version__"]
+
+# Imported lazily so that `import pyshark.prelude` stays light.
+_LAZY = {"Wrapper": "wrapper", "UnknownEntry": "wrapper", "available_backends": "wrapper",
+         "known_backends": "wrapper", "DeviceArray": "wrapper.device_array",
+         "DeviceStructArray": "wrapper.device_array"}
 
 
-def __getattr__(name):
-    # Imported lazily so that `import pyshark.prelude` stays light.
-    if name == "Wrapper":
-        from .wrapper import Wrapper
-        return Wrapper
-    if name in ("DeviceArray", "DeviceStructArray"):
-        from .wrapper import device_array
-        return getattr(device_array, name)
-    raise AttributeError(f"module 'pyshark' has no attribute {name!r}")
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pyshark' has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

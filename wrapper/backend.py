@@ -80,11 +80,14 @@ class Backend:
         raise NotImplementedError
 
 
-def translate_and_check(path: Path, check: bool = True):
+def translate_and_check(path: Path | str, check: bool = True, text: str | None = None):
     """The translation every backend starts from (so an invalid program fails
-    the same way everywhere); `check` runs the core type checker on it."""
-    from pyshark.translate import translate_file
-    program = translate_file(str(path))
+    the same way everywhere); `check` runs the core type checker on it.
+    `text` is the source (the text the cache key was computed from, or one
+    added with Wrapper.add_source); `path` then only names it in errors.
+    Without `text` the file at `path` is read."""
+    from pyshark.translate import translate_file, translate_source
+    program = translate_file(str(path)) if text is None else translate_source(text, str(path))
     if check:
         from pyshark.core.check import check_program
         check_program(program)

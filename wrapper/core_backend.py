@@ -39,7 +39,7 @@ class CoreBackend(Backend):
                    for m in ("pyshark.core.interp", "pyshark.core.check"))
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        program = translate_and_check(path)
+        program = translate_and_check(path, text=source_text)
         (Path(directory) / PROGRAM_FILE).write_bytes(
             pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
         return program, {"program": PROGRAM_FILE}

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import pickle
-import shutil
 import sys
 from pathlib import Path
 
@@ -59,6 +58,8 @@ def import_module_file(path: Path, text_hash: str):
         return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
+    # Python mode: a @pyshark.jit decorator in this module is a plain @ps.entry
+    module.__pyshark_python_mode__ = True
     sys.modules[name] = module      # NamedTuple classes look their module up
     try:
         spec.loader.exec_module(module)
@@ -133,9 +134,10 @@ class PythonBackend(Backend):
     description = "Python mode: the module run as Python with the numpy prelude (the reference)"
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        program = translate_and_check(path, check=False)
-        # A copy of the source makes a `pyshark build` output self-contained.
-        shutil.copyfile(path, Path(directory) / MODULE_FILE)
+        program = translate_and_check(path, check=False, text=source_text)
+        # A copy of the source makes a `pyshark build` output self-contained
+        # (and is what runs for a source added as text, e.g. by @pyshark.jit).
+        (Path(directory) / MODULE_FILE).write_text(source_text, encoding="utf-8")
         (Path(directory) / PROGRAM_FILE).write_bytes(
             pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
         return program, {"module": MODULE_FILE, "program": PROGRAM_FILE}
@@ -143,7 +145,8 @@ class PythonBackend(Backend):
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         h = manifest["source_hash"]
         # Import the user's own file when it is unchanged (tracebacks point there).
-        if source_path is None or source_hash(Path(source_path).read_text()) != h:
+        if (source_path is None or not Path(source_path).is_file()
+                or source_hash(Path(source_path).read_text()) != h):
             source_path = Path(directory) / manifest["files"]["module"]
         module = import_module_file(source_path, h)
         program = manifest["files"].get("program")

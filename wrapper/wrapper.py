@@ -1,7 +1,7 @@
 """The Wrapper: compile PyShark modules once, call their entries from Python.
 
     w = Wrapper(backend="python")      # or "core", later "cpu" / "opencl"
-    w.add_source_file("saxpy.py")
+    w.add_source_file("saxpy.py")      # or add_source(text, name), add_module(module)
     w.compile_and_load()               # a load, not a compile, when cached
     w.run_saxpy(2.0, xs, ys)           # == w.invoke("run_saxpy", 2.0, xs, ys)
 
@@ -10,8 +10,11 @@ in one format for every backend (see convert.py).
 """
 from __future__ import annotations
 
+import inspect
 import shutil
 import tempfile
+import types
+from dataclasses import dataclass
 from pathlib import Path
 
 from pyshark.errors import CompileError
@@ -25,6 +28,18 @@ from .registry import get_backend
 
 class UnknownEntry(AttributeError, LookupError):
     """An entry name that no added module defines."""
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One added module: a file (read at compile time) or text with a name
+    (add_source; the name is what errors and locations show)."""
+    name: str
+    path: Path | None = None
+    text: str | None = None
+
+    def read(self) -> str:
+        return self.text if self.path is None else self.path.read_text(encoding="utf-8")
 
 
 class Wrapper:
@@ -50,7 +65,7 @@ class Wrapper:
         self.backend = backend
         self.options = self._backend.options
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
-        self._sources: list[Path] = []
+        self._sources: list[_Source] = []
         self._entries: dict[str, tuple[LoadedModule, object]] = {}
         self._loaded = False
         #: True when every module came from the on-disk cache (or a build output)
@@ -63,11 +78,39 @@ class Wrapper:
     # -- building -----------------------------------------------------------
 
     def add_source_file(self, path: str | Path) -> "Wrapper":
+        """Adds a module file (read when compile_and_load runs)."""
         p = Path(path).resolve()
         if not p.is_file():
             raise FileNotFoundError(f"no such PyShark module: {path}")
-        if p not in self._sources:
-            self._sources.append(p)
+        return self._add(_Source(str(p), path=p))
+
+    def add_source(self, text: str, name: str = "<string>") -> "Wrapper":
+        """Adds a module given as source text; `name` is the file name that
+        CompileErrors and entry locations show (a real path keeps the user's
+        line numbers meaningful; "<string>" otherwise). The cache key is the
+        text, as for a file: an unchanged text loads instead of compiling."""
+        if not isinstance(text, str):
+            raise TypeError(f"add_source: text must be a str, not {type(text).__name__}")
+        return self._add(_Source(str(name), text=text))
+
+    def add_module(self, module: types.ModuleType) -> "Wrapper":
+        """Adds an imported Python module object: its file when it has one,
+        else its source as linecache/inspect know it (e.g. a notebook)."""
+        if not inspect.ismodule(module):
+            raise TypeError(f"add_module: expected a module object, not {type(module).__name__}")
+        file = getattr(module, "__file__", None)
+        if file and file.endswith(".py") and Path(file).is_file():
+            return self.add_source_file(file)
+        try:
+            text = inspect.getsource(module)
+        except (OSError, TypeError):
+            raise ValueError(f"add_module: the source of module {module.__name__!r} is not "
+                             f"available (no .py file); use add_source(text) instead") from None
+        return self._add(_Source(file or f"<module {module.__name__}>", text=text))
+
+    def _add(self, source: _Source) -> "Wrapper":
+        if source not in self._sources:
+            self._sources.append(source)
             self._loaded = False
             self._forget_bound()
         return self
@@ -76,20 +119,25 @@ class Wrapper:
         """Translates and compiles every added module (or loads it from the
         cache when its source, options, backend and compiler are unchanged)."""
         if not self._sources:
-            raise ValueError("no source files: call add_source_file(path) first")
+            raise ValueError("no sources: call add_source_file(path) (or add_source(text), "
+                             "add_module(module)) first")
         self._forget_bound()
         self._entries = {}
+        self._entry_texts = {}
         hits = []
-        for path in self._sources:
-            module, hit = self._compile_one(path)
-            self._register(module, path)
+        for source in self._sources:
+            text = source.read()
+            module, hit = self._compile_one(source, text)
+            self._register(module, source.name, text)
             hits.append(hit)
         self.loaded_from_cache = all(hits)
         self._loaded = True
         return self
 
-    def _compile_one(self, path: Path) -> tuple[LoadedModule, bool]:
-        text = path.read_text()
+    def _compile_one(self, source: _Source, text: str) -> tuple[LoadedModule, bool]:
+        # the python backend imports the user's own file when it matches (tracebacks
+        # point there); a text source runs from the artifact's copy
+        path = source.path
         opts = self.options.as_dict()
         salt = self._backend.cache_salt()
         if salt:
@@ -101,7 +149,7 @@ class Wrapper:
                 return self._load_dir(target, path), True
             except Exception:          # a corrupt or incompatible entry: rebuild it
                 shutil.rmtree(target, ignore_errors=True)
-        fill = lambda d: self._compile_into(path, text, d)  # noqa: E731
+        fill = lambda d: self._compile_into(source.name, text, d)  # noqa: E731
         try:
             write_atomically(target, fill)
         except OSError:
@@ -110,7 +158,7 @@ class Wrapper:
             fill(target)
         return self._load_dir(target, path), False
 
-    def _compile_into(self, path: Path, text: str, directory: Path) -> dict:
+    def _compile_into(self, path: Path | str, text: str, directory: Path) -> dict:
         program, files = self._backend.compile(path, text, directory)
         return write_manifest(directory, backend=self.backend, options=self.options.as_dict(),
                               source_path=str(path), source_text=text, program=program,
@@ -119,12 +167,14 @@ class Wrapper:
     def _load_dir(self, directory: Path, source_path: Path | None) -> LoadedModule:
         return self._backend.load(Path(directory), read_manifest(directory), source_path)
 
-    def _register(self, module: LoadedModule, path: Path | None) -> None:
+    def _register(self, module: LoadedModule, path: str | None, text: str | None = None) -> None:
         for name, entry in module.entries.items():
             if name in self._entries:
                 first = self._entries[name][0].source
-                raise _duplicate_error(name, entry, first, path)
+                raise _duplicate_error(name, entry, first, path, text)
             self._entries[name] = (module, entry)
+            if text is not None:
+                self.__dict__.setdefault("_entry_texts", {})[name] = text
 
     @classmethod
     def load(cls, path: str | Path, *, device: str | None = None,
@@ -196,8 +246,11 @@ class Wrapper:
 
         def call(*args, **kwargs):
             return mcall(name, bind(entry, args, kwargs, keep))
-        call.__name__ = name
-        call.__doc__ = self.signature(name)
+        call.__name__ = call.__qualname__ = name
+        text = self.__dict__.get("_entry_texts", {}).get(name)
+        call.__doc__ = (entry_docstring(text, name) if text else None) or self.signature(name)
+        call.__signature__ = entry_signature(entry, getattr(module, "record_class", None))
+        call.__wrapped_entry__ = entry
         # an instance attribute from now on (no __getattr__ per call), until
         # the entries change (_forget_bound); not for a subclass that has its
         # own __getattr__ (it expects to see every lookup)
@@ -214,14 +267,52 @@ class Wrapper:
         return sorted(set(super().__dir__()) | set(self._entries))
 
 
-def _duplicate_error(name: str, entry, first_source: str, path: Path | None) -> CompileError:
+def entry_signature(entry, record_class=None) -> inspect.Signature:
+    """The entry's Python signature: its parameters, annotated with the
+    prelude types they were declared with (ps.f32, ps.Array[...], tuple[...],
+    the record class), so inspect.signature and help() show the original."""
+    def annotation(st):
+        import numpy as np
+
+        import pyshark.prelude as ps
+        from pyshark.core.types import SArray, SRecord, SScalar, STuple
+        if isinstance(st, SScalar):
+            return getattr(ps, st.t.value, None) or np.bool_
+        if isinstance(st, SArray):
+            return ps.Array[annotation(st.elem)]
+        if isinstance(st, STuple):
+            return tuple[tuple(annotation(e) for e in st.elems)]
+        if isinstance(st, SRecord):
+            return (record_class or convert.record_class)(st)
+        return inspect.Parameter.empty
+    params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                annotation=annotation(p.stype)) for p in entry.params]
+    return inspect.Signature(params, return_annotation=annotation(entry.ret))
+
+
+def entry_docstring(text: str, name: str) -> str | None:
+    """The docstring of top-level function `name` in module source `text`."""
+    import ast
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == name:
+            return ast.get_docstring(node)
+    return None
+
+
+def _duplicate_error(name: str, entry, first_source: str, path: str | None,
+                     text: str | None = None) -> CompileError:
     loc = entry.loc
     line = loc.line if loc else 1
     col = loc.col if loc else 0
     filename = str(path) if path else (loc.file if loc else "<source>")
     source_line = None
     try:
-        source_line = Path(filename).read_text().splitlines()[line - 1]
+        lines = (text if text is not None else Path(filename).read_text()).splitlines()
+        source_line = lines[line - 1]
     except (OSError, IndexError):
         pass
     return CompileError(f"entry {name!r} is already defined in {first_source}; entry names "

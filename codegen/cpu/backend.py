@@ -248,7 +248,7 @@ class CpuBackend(Backend):
     def compile(self, path: Path, source_text: str, directory: Path):
         from .emit_llvm import emit_module
         from .link import optimise_and_build
-        program = translate_and_check(path)
+        program = translate_and_check(path, text=source_text)
         kernels = build_kernels(program, self.options)
         llvm_ir = emit_module(kernels, fastmath=self.options.fastmath)
         directory = Path(directory)

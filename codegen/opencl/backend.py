@@ -302,7 +302,7 @@ class OpenCLBackend(Backend):
 
     def compile(self, path: Path, source_text: str, directory: Path):
         from ..cpu.backend import abi_of
-        program = translate_and_check(path)
+        program = translate_and_check(path, text=source_text)
         hp, meta, kernels = kernels_for(program, self.options, self.device().target())
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)

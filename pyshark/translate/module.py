@@ -3,8 +3,9 @@
 Module level: imports, a docstring, NamedTuple records, type aliases,
 constants (inlined lazily where used, so weak constants stay weak),
 top-level defs (every parameter and the return annotated) and `@ps.entry`
-entries. `__pyshark_cases__` (the embedded test table) and other dunder
-assignments are skipped, as is an `if __name__ == "__main__":` block.
+(or `@pyshark.jit`) entries. `__pyshark_cases__` (the embedded test table)
+and other dunder assignments are skipped, as is an
+`if __name__ == "__main__":` block.
 Every top-level def is translated (so errors anywhere are reported) and
 becomes a FunDef; entries also get an ir.Entry.
 """
@@ -29,6 +30,9 @@ from .stmts import block_stmts, guarded
 from .values import type_name
 
 ENTRY = "pyshark.prelude.entry"
+#: @pyshark.jit / @pyshark.jit(...) also marks an entry (its options are the
+#: Wrapper's, not the program's, so its arguments are not read here)
+JIT = "pyshark.jit"
 
 
 @dataclass
@@ -166,11 +170,11 @@ class ModuleEnv:
                 raise src.error(d.decorator, "@ps.entry takes no arguments",
                                 hint="write @ps.entry without parentheses")
             quals = src.qualified_names(dec) if isinstance(dec, (cst.Name, cst.Attribute)) else set()
-            if ENTRY in quals:
+            if ENTRY in quals or JIT in quals:
                 is_entry = True
             else:
                 raise src.error(d, f"unsupported decorator @{src.code(d.decorator)}",
-                                hint="only @ps.entry is supported")
+                                hint="only @ps.entry and @pyshark.jit are supported")
         if name in self.functions:
             raise src.error(node.name, f"function '{name}' is defined twice")
         self.functions[name] = TopFun(name, node, is_entry)

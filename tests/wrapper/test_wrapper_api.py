@@ -39,6 +39,7 @@ def _forbid_translation(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("translated although the artifact should have been loaded")
     monkeypatch.setattr(pyshark.translate, "translate_file", boom)
+    monkeypatch.setattr(pyshark.translate, "translate_source", boom)
 
 
 # -- calling -------------------------------------------------------------------------
