@@ -110,6 +110,47 @@ def reduce_with_late_neutral(xs: ps.Array[ps.f64], steps: int) -> ps.f64:
     for _ in range(steps):
         s = ps.reduce(lambda a, b: a + b, 0.0, ps.map(lambda x: x + s, xs))
     return s
+
+@ps.entry
+def shadow(xs: ps.Array[ps.i64], k: ps.i64) -> ps.Array[ps.i64]:
+    def g(v: ps.i64) -> ps.i64:
+        return v * 10 + k
+    return ps.map(lambda k: g(k), xs)
+
+
+@ps.entry
+def nested_defs(xs: ps.Array[ps.i64], k: ps.i64) -> ps.Array[ps.i64]:
+    def h(v: ps.i64) -> ps.i64:
+        m = v * 2
+        def g(w: ps.i64) -> ps.i64:
+            return w + m + k
+        m = m + 1
+        return g(v)
+    a = ps.map(h, xs)
+    k = k + 100
+    return ps.concat(a, ps.map(h, xs))
+
+
+@ps.entry
+def def_in_loop(xs: ps.Array[ps.i64], n: int) -> ps.Array[ps.i64]:
+    for t in range(n):
+        def step(v: ps.i64) -> ps.i64:
+            return v + t + ps.length(xs)
+        xs = ps.map(step, xs)
+        t = t * 3
+        xs = ps.map(step, xs)
+    return xs
+
+
+@ps.entry
+def lambda_in_def_sees_use(xs: ps.Array[ps.i64]) -> ps.i64:
+    def total() -> ps.i64:
+        return ps.sum(ps.map(lambda x: x * s, xs))
+    s = ps.i64(2)
+    a = total()
+    s = s + 1
+    xs = ps.map(lambda x: x + 1, xs)
+    return a * 1000 + total()
 '''
 
 BACKENDS = available_backends()
@@ -229,3 +270,18 @@ def test_def_capturing_a_name_rebound_in_both_branches_of_a_loop(wrappers, n):
 def test_reduce_reading_the_previous_result(wrappers, n):
     xs = np.linspace(0.0, 1.0, n)
     agrees_with_python(wrappers, "reduce_with_late_neutral", xs, 3)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_lambda_parameter_does_not_shadow_a_defs_capture(wrappers, n):
+    xs = np.arange(n, dtype=np.int64)
+    got = agrees_with_python(wrappers, "shadow", xs, 5)
+    assert_close(got, xs * 10 + 5)
+
+
+@pytest.mark.parametrize("n", [0, 1, 7])
+def test_def_inside_a_def_and_defs_in_a_loop_body(wrappers, n):
+    xs = np.arange(n, dtype=np.int64)
+    agrees_with_python(wrappers, "nested_defs", xs, 5)
+    agrees_with_python(wrappers, "def_in_loop", xs, 3)
+    agrees_with_python(wrappers, "lambda_in_def_sees_use", xs)
