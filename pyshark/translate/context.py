@@ -34,9 +34,10 @@ class LocalUnbound(Unbound):
 
 @dataclass
 class LocalDef:
-    """A `def` inside a function: inlined where it is called or passed."""
+    """A `def` inside a function: inlined where it is called or passed, below
+    the use site's scope (late binding, Scope.entry_scope)."""
     node: cst.FunctionDef
-    scope: "Scope"          # where it was defined (captures by reference)
+    scope: "Scope"          # where it was defined (its body's boundary is the def's home)
     fun: object = None      # the LocalDefFunV (set by funcs.py)
 
 
