@@ -133,8 +133,6 @@ def prelude_arg(ctx: Ctx, node: cst.BaseExpression):
     from .funcs import LambdaFunV, RecordFunV
     env = ctx.env
     if isinstance(node, cst.Lambda):
-        from .funcs import mark_captures
-        mark_captures(ctx, node, f"the lambda at line {ctx.loc(node).line}")
         return LambdaFunV(node, ctx.scope, ctx.src)
     if isinstance(node, cst.Name):
         b = ctx.scope.lookup(node.value)
@@ -150,11 +148,51 @@ def prelude_arg(ctx: Ctx, node: cst.BaseExpression):
             return RecordFunV(env.records[node.value], node)
         if node.value in env.aliases and isinstance(env.aliases[node.value], SRecord):
             return RecordFunV(env.aliases[node.value], node)
+    if isinstance(node, (cst.Name, cst.Attribute)) and not (isinstance(node, cst.Attribute)
+                                                            and rooted_at_value(ctx, node)):
+        quals = ctx.src.qualified_names(node)
+        for q in quals:
+            if q in FUNCTION_VALUES:
+                return PreludeFunV(q, node)
     if isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
         st = parse_type(env, node, quiet=True)
         if st is not None:
-            return TypeArg(st)
+            conv = None
+            if isinstance(st, SScalar) and isinstance(node, (cst.Name, cst.Attribute)):
+                name = f"pyshark.prelude.{st.t.value}"
+                if name in ctx.src.qualified_names(node) and prelude().is_prelude_name(name):
+                    conv = name
+            return TypeArg(st, conv, node)
     return translate_expr(ctx, node)
+
+
+# builtins and prelude scalar functions that may be passed where a function
+# is expected (LANGUAGE.md: `ps.scan(max, ...)`, `ps.map(ps.sqrt, xs)`)
+FUNCTION_VALUES = frozenset(
+    ["builtins.min", "builtins.max", "builtins.abs"]
+    + [f"pyshark.prelude.{n}" for n in
+       ("sqrt exp log log2 log10 sin cos tan asin acos atan atan2 sinh cosh tanh pow floor "
+        "ceil round trunc abs sign min max isnan isinf").split()])
+
+
+class PreludeFunV(FunV):
+    """A builtin or prelude scalar function (or a scalar type's conversion)
+    passed as a function: applying it lowers the call `name(*args)` as if it
+    were written out, so it types exactly like a direct call (the builtin
+    `max` on two f32 values gives f32; Python's max is not numpy's)."""
+
+    def __init__(self, qualname: str, node: cst.CSTNode):
+        from .prelude_common import display_name
+        self.qualname = qualname
+        self.node = node
+        self.name = display_name(qualname)
+
+    @property
+    def arity(self):
+        return None          # the lowering checks its own argument count
+
+    def apply(self, ctx, args, node) -> Value:
+        return prelude().lower_call(ctx, self.qualname, list(args), self.node)
 
 
 def bind_call_args(ctx: Ctx, fname: str, pnames: list[str], pstypes: list, node: cst.Call):

@@ -34,9 +34,10 @@ class LocalUnbound(Unbound):
 
 @dataclass
 class LocalDef:
-    """A `def` inside a function: inlined where it is called or passed."""
+    """A `def` inside a function: inlined where it is called or passed, below
+    the use site's scope (late binding, Scope.entry_scope)."""
     node: cst.FunctionDef
-    scope: "Scope"          # where it was defined (captures by reference)
+    scope: "Scope"          # where it was defined (its body's boundary is the def's home)
     fun: object = None      # the LocalDefFunV (set by funcs.py)
 
 
@@ -55,12 +56,10 @@ class Scope:
     comprehension body. A boundary scope knows the names local to that body
     (`local_names`, Python's rule: assigned anywhere in it); a local name that
     is not bound yet reads as a LocalUnbound marker instead of falling back to
-    an enclosing or module-level binding. `captured` records, in the scope
-    where a local def or lambda is created, the enclosing names it captures:
-    rebinding one of them is an error wherever that def is still visible
-    (this scope and its children), and only there, so a path that is
-    translated twice (the rest of a block after a returning if, a loop body
-    tried again) does not see the marks of the other translation."""
+    an enclosing or module-level binding. Local defs and lambdas are
+    inlined where they are used, in a scope hung below the use site's scope
+    (`entry_scope`), so a captured name reads the value it holds there:
+    Python's late binding."""
 
     def __init__(self, parent: Optional["Scope"] = None, boundary: bool = False,
                  local_names: Optional[dict] = None, kind: Optional[str] = None):
@@ -70,7 +69,6 @@ class Scope:
         self.vars: dict[str, object] = {}
         self.origins: dict[str, cst.CSTNode] = {}   # name -> the node it was last bound from here
         self.local_names: dict[str, LocalName] = dict(local_names or {})
-        self.captured: dict[str, str] = {}      # name -> the def/lambda created here capturing it
 
     def child(self, boundary: bool = False, local_names: Optional[dict] = None,
               kind: Optional[str] = None) -> "Scope":
@@ -90,9 +88,11 @@ class Scope:
                         if info.shadows else f"bind '{name}' before this line")
                 where = "it is read here before it is bound"
                 if in_def:
-                    where = ("the local function reading it here was defined before it was bound "
-                             "(PyShark inlines a local function with the names bound at its def)")
-                    hint = (hint + ", or " if info.shadows else "") + f"bind '{name}' before the def"
+                    where = ("the local function reading it here is used before it is bound "
+                             "(as in Python, a local function sees the value a name holds where "
+                             "the function is used)")
+                    hint = ((hint + ", or " if info.shadows else "")
+                            + f"bind '{name}' before the call that uses the function")
                 return LocalUnbound(f"'{name}' is assigned in this function (line {info.line}), so "
                                     f"Python treats it as local throughout: {where}", hint)
             in_def = in_def or s.kind == "def"
@@ -133,19 +133,28 @@ class Scope:
             s = s.parent
         return None
 
-    def captured_by(self, name: str) -> Optional[str]:
-        """The local def or lambda that captured `name`, looking up to the
-        body `name` is local to."""
-        f = self.function_of(name)
-        if f is None:
-            return None
+    def function_boundary(self) -> Optional["Scope"]:
+        """The boundary scope of the body this scope belongs to."""
+        s = self
+        while s is not None and not s.boundary:
+            s = s.parent
+        return s
+
+    def entry_scope(self, home: "Scope") -> Optional["Scope"]:
+        """The innermost scope, on the chain from here up, that belongs to the
+        body whose boundary is `home`: where a local def created in that body
+        is inlined when it is used from here. Scopes of bodies nested inside
+        `home` (a lambda's parameters, an inlined def's locals) are skipped:
+        they are not the def's enclosing scope. None when `home` is not on
+        the chain."""
         s = self
         while s is not None:
-            if name in s.captured:
-                return s.captured[name]
-            if s is f:
+            b = s.function_boundary()
+            if b is None:
                 return None
-            s = s.parent
+            if b is home:
+                return s
+            s = b.parent
         return None
 
     def visible(self) -> dict[str, object]:

@@ -2,7 +2,9 @@
 record constructors), local `def` statements and top-level FunDefs.
 
 Lambdas and local defs are inlined where they are applied (they may capture
-names of the enclosing function); top-level defs become FunDefs and are
+names of the enclosing function, with Python's late binding: a local def's
+body is translated in a scope below the scope of its use site, so a captured
+name has the value it holds there, not at the def); top-level defs become FunDefs and are
 called with ir.Call after strict coercion of the arguments. Where an
 argument may be a plain Python number in Python mode (pynum.py), the def is
 also checked with it (function_summary), which gives the result's PyInfos.
@@ -21,7 +23,7 @@ from ..errors import CompileError
 from .builder import Builder, NameGen
 from .coerce import coerce
 from .context import Ctx, Frame, FunState, LocalDef, Scope
-from .scoping import check_no_code_after_return, free_names, local_names
+from .scoping import check_no_code_after_return, local_names
 from .values import ArrayV, FunV, ScalarV, TupleV, Value, flatten_value, py_flags, rebuild_value
 
 
@@ -101,6 +103,7 @@ class LocalDefFunV(UserFunV):
             self._stypes.append(parse_type(env, q.annotation.annotation) if q.annotation else None)
         self._ret = parse_type(env, node.returns.annotation) if node.returns else None
         self._locals = local_names(env.src, node, env)
+        self.home = scope.function_boundary()      # the body the def belongs to
 
     def param_names(self):
         return self._params
@@ -116,7 +119,9 @@ class LocalDefFunV(UserFunV):
         self.check_arity(ctx, args, node)
         if self in ctx.fs.inlining:
             raise ctx.error(node, f"recursive local function '{self.name}' is not supported")
-        scope = self.scope.child(boundary=True, local_names=self._locals, kind="def")
+        # late binding: the enclosing names as they are where the def is used
+        at = ctx.scope.entry_scope(self.home) or self.scope
+        scope = at.child(boundary=True, local_names=self._locals, kind="def")
         for n, st, v, an in zip(self._params, self._stypes, args, arg_nodes):
             if st is not None:
                 v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{n}' of '{self.name}'")
@@ -216,37 +221,16 @@ def names_in(node: cst.CSTNode) -> set[str]:
 
 
 def translate_local_def(ctx: Ctx, node: cst.FunctionDef) -> None:
-    """Binds a local def. The names it reads from the enclosing bodies are
-    marked captured there: rebinding one of them after the def (anywhere:
-    in a branch, a loop, as a for target, by an in-place update) is an
-    error, since Python's late binding would see the new value."""
+    """Binds a local def. Nothing is translated here: the body is inlined
+    where the def is used (called or passed to a prelude function), with
+    the enclosing names as they are there (Python's late binding), so
+    rebinding a captured name after the def is fine."""
     if node.asynchronous is not None:
         raise ctx.error(node, "async functions are not supported")
     if node.decorators:
         raise ctx.error(node.decorators[0], "decorators on local functions are not supported")
-    name = node.name.value
-    check_rebinding(ctx, node.name, name, "redefining")
     funv = LocalDefFunV(ctx.env, node, ctx.scope)
-    mark_captures(ctx, node, f"the local function '{name}'", skip=name)
-    ctx.scope.set(name, LocalDef(node, ctx.scope, funv), node.name)
-
-
-def mark_captures(ctx: Ctx, node, captor: str, skip: Optional[str] = None) -> None:
-    """Marks the names a local def or lambda reads from the enclosing bodies
-    as captured by `captor` (how messages name it) in the body they belong to."""
-    for n in free_names(node):
-        if n != skip and ctx.scope.function_of(n) is not None:
-            ctx.scope.captured.setdefault(n, captor)
-
-
-def check_rebinding(ctx: Ctx, name_node: cst.CSTNode, name: str, verb: str = "rebinding") -> None:
-    """A located error if `name` is captured by a local def or lambda and already bound."""
-    captor = ctx.scope.captured_by(name)
-    if captor is not None and ctx.scope.bound(name) is not None:
-        what = "def" if captor.startswith("the local function") else "lambda"
-        raise ctx.error(name_node, f"'{name}' is captured by {captor}; {verb} it after the {what} "
-                                   f"is not supported",
-                        hint="use a new name (Python's late binding would see the new value)")
+    ctx.scope.set(node.name.value, LocalDef(node, ctx.scope, funv), node.name)
 
 
 # ---------------------------------------------------------------------------

@@ -125,6 +125,9 @@ class PCall:
 
     def fun(self, i: int, arity: int) -> FunV:
         f = self.args[i]
+        if isinstance(f, TypeArg) and f.convert is not None:
+            from .calls import PreludeFunV          # ps.f32 passed as its conversion
+            f = PreludeFunV(f.convert, f.node)
         if not isinstance(f, FunV):
             raise self.error(i, f"{self.name} expects a function as argument {i + 1}, "
                                 f"but argument {i + 1} is {describe(f)}",

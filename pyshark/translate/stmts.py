@@ -19,6 +19,7 @@ from .annotations import parse_type
 from .coerce import ConstantRangeError, coerce, weak_retyped
 from .context import Ctx, LocalDef, Unbound, array_buffers
 from .exprs import FUNCTION_NOT_VALUE, merged_meta, translate_condition, translate_expr
+from .scoping import free_names
 from .unify import merge_branches
 from .values import (ArrayV, ScalarV, TupleV, Value, flatten_value, or_py, py_flags, rebuild_value,
                      type_name, value_stype)
@@ -131,10 +132,7 @@ def translate_stmt(ctx: Ctx, st) -> None:
     if isinstance(st, cst.AnnAssign):
         return translate_annassign(ctx, st)
     if isinstance(st, cst.AugAssign):
-        tgt = ctx.src.code(st.target)
-        sym = ctx.src.module.code_for_node(st.operator).strip().rstrip("=")
-        raise ctx.error(st, f"augmented assignment '{tgt} {sym}= ...' is not supported in v1",
-                        hint=f"write {tgt} = {tgt} {sym} {ctx.src.code(st.value)}")
+        return translate_augassign(ctx, st)
     if isinstance(st, cst.Return):
         raise ctx.error(st, "'return' inside a loop is not supported in v1",
                         hint="carry the result in a variable and return after the loop; a while "
@@ -168,9 +166,7 @@ def translate_stmt(ctx: Ctx, st) -> None:
 def bind_name(ctx: Ctx, name_node: cst.Name, value: Value, origin: Optional[cst.CSTNode] = None,
               verb: str = "rebinding") -> None:
     """Binds a name; `origin` (the value's expression) locates later errors about it."""
-    from .funcs import check_rebinding
     name = name_node.value
-    check_rebinding(ctx, name_node, name, verb)
     ctx.scope.set(name, value, origin if origin is not None else name_node)
 
 
@@ -219,6 +215,40 @@ def translate_assign(ctx: Ctx, st: cst.Assign) -> None:
         bind_target(ctx, t.target, value, st.value)
 
 
+AUG_OPS = {
+    cst.AddAssign: "add", cst.SubtractAssign: "sub", cst.MultiplyAssign: "mul",
+    cst.DivideAssign: "truediv", cst.FloorDivideAssign: "floordiv", cst.ModuloAssign: "mod",
+    cst.PowerAssign: "pow", cst.BitAndAssign: "band", cst.BitOrAssign: "bor",
+    cst.BitXorAssign: "bxor", cst.LeftShiftAssign: "shl", cst.RightShiftAssign: "shr",
+}
+
+
+def translate_augassign(ctx: Ctx, st: cst.AugAssign) -> None:
+    """`x op= e` is `x = x op e`; `xs[i] op= e` (and `xss[i, j] op= e`) is
+    the owned update `xs[i] = xs[i] op e` (LANGUAGE.md). Python reads the
+    target, then evaluates e: the same order here (all of it is pure)."""
+    op = AUG_OPS.get(type(st.operator))
+    if op is None:
+        raise ctx.error(st, "the '@=' operator is not supported",
+                        hint="write the product with ps.map and ps.reduce")
+
+    def combined(sub_ctx: Ctx) -> Value:
+        from .ops import binop
+        x = translate_expr(sub_ctx, st.target)
+        y = translate_expr(sub_ctx, st.value)
+        return binop(sub_ctx, op, x, y, st, st.target, st.value)
+
+    if isinstance(st.target, cst.Subscript):
+        return translate_update(ctx, st.target, st.value, st, compute=combined)
+    if isinstance(st.target, cst.Attribute):
+        raise ctx.error(st.target, "records and tuples are immutable",
+                        hint="build a new record, e.g. v = Vec3(x, v.y, v.z)")
+    if not isinstance(st.target, cst.Name):
+        raise ctx.error(st.target, "only a name or an array element can be the target of "
+                                   "an augmented assignment")
+    bind_name(ctx, st.target, combined(ctx), st)
+
+
 def translate_annassign(ctx: Ctx, st: cst.AnnAssign) -> None:
     if st.value is None:
         raise ctx.error(st, "a declaration without a value is not supported", hint="assign a value")
@@ -238,11 +268,36 @@ def translate_assert(ctx: Ctx, st: cst.Assert) -> None:
             msg = st.msg.evaluated_value or ""
             if isinstance(msg, bytes):
                 msg = msg.decode("utf-8", "replace")
+        elif isinstance(st.msg, cst.FormattedString):
+            msg = assert_fstring(ctx, st.msg)
         else:
-            raise ctx.error(st.msg, "an assert message must be a plain string literal")
+            raise ctx.error(st.msg, "an assert message must be a string literal or an f-string "
+                                    "of scalars")
     if cond.weak and cond.atom.value:
         return
     ctx.b.emit(ir.Assert(cond.atom, msg, "AssertionError"), (), ctx.loc(st))
+
+
+def assert_fstring(ctx: Ctx, node: cst.FormattedString) -> str:
+    """The message of `assert c, f"..."`. Each field must be a scalar
+    expression; it is checked (translated into a builder that is thrown
+    away: Python evaluates the message only when the assert fails, so it must
+    not add run-time checks such as an index's). Compiled code carries the
+    f-string's text with each field as written (`{len(xs)}`): only the
+    exception class is part of the golden rule (docs/translator-decisions.md)."""
+    out = []
+    for part in node.parts:
+        if isinstance(part, cst.FormattedStringText):
+            out.append(part.value)
+            continue
+        v = translate_expr(ctx.nested(), part.expression)
+        if not isinstance(v, ScalarV):
+            raise ctx.error(part.expression, f"an assert message may interpolate scalars only, "
+                                             f"not {type_name(value_stype(v))}",
+                            hint="interpolate an element or a length, e.g. {len(xs)}")
+        out.append("{" + ctx.src.code(part.expression) + "}")
+    text = "".join(out)
+    return text.replace("{{", "{").replace("}}", "}") if "{{" in text or "}}" in text else text
 
 
 def translate_return(ctx: Ctx, st: cst.Return) -> Value:
@@ -284,15 +339,28 @@ def _names_of(node) -> set:
 
 def used_later(ctx: Ctx, name: str) -> bool:
     """Whether `name` occurs in code that runs after the current statement:
-    the rest of every enclosing block and every enclosing loop (conservative)."""
+    the rest of every enclosing block and every enclosing loop (conservative),
+    directly or through a visible local def that reads it (late binding: a
+    def used later sees the name's value then)."""
+    names = {name}
+    defs = {d: free_names(b.node) for d, b in ctx.scope.visible().items() if isinstance(b, LocalDef)}
+    grown = True
+    while grown:
+        grown = False
+        for d, free in defs.items():
+            if d not in names and free & names:
+                names.add(d)
+                grown = True
     for nodes in ctx.fs.followers:
         for n in nodes:
-            if name in _names_of(n):
+            if names & _names_of(n):
                 return True
     return False
 
 
-def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st) -> None:
+def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st, compute=None) -> None:
+    """`xs[i] = v` on an owned array; `compute(ctx)` gives the stored value
+    instead of `value_node` (augmented assignment: xs[i] op v)."""
     from .indexing import index_atom
     base = target.value
     if isinstance(base, cst.Subscript):
@@ -337,23 +405,16 @@ def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st) -> None:
         raise ctx.error(target, f"in-place update of '{name}', which this function does not own (it "
                                 f"may share storage with a parameter, a constant or another array); "
                                 f"update ps.copy({name}) instead")
-    captor = ctx.scope.captured_by(name)
-    if captor is not None:
-        what = "def" if captor.startswith("the local function") else "lambda"
-        raise ctx.error(target, f"'{name}' is captured by {captor}; updating it after the {what} is "
-                                f"not supported",
-                        hint=f"update a copy: {name}2 = ps.copy({name}) (Python's late binding would "
-                             f"see the update)")
+    home = ctx.scope.function_of(name)
+    if home is not None and home is not ctx.scope.function_boundary():
+        raise ctx.error(target, f"in-place update of '{name}', which this local function captures "
+                                f"from the enclosing function, is not supported",
+                        hint=f"return a new array instead, e.g. ps.update({name}, i, v)")
     for other, v in ctx.scope.visible().items():
         if other == name or not isinstance(v, (ArrayV, TupleV)):
             continue
         if abs(arr.buffer) not in array_buffers(v):
             continue
-        captor = ctx.scope.captured_by(other)
-        if captor is not None:
-            raise ctx.error(target, f"in-place update of '{name}' while '{other}', captured by "
-                                    f"{captor}, still aliases it; update ps.copy({name}) instead",
-                            hint=f"bind {other} = ps.copy({name}) if it should keep the old values")
         if used_later(ctx, other):
             raise ctx.error(target, f"in-place update of '{name}' while '{other}' still aliases it; "
                                     f"update ps.copy({name}) instead",
@@ -363,7 +424,7 @@ def translate_update(ctx: Ctx, target: cst.Subscript, value_node, st) -> None:
     st_elem = arr.stype
     for _ in idxs:
         st_elem = st_elem.elem
-    v = translate_expr(ctx, value_node, st_elem)
+    v = compute(ctx) if compute is not None else translate_expr(ctx, value_node, st_elem)
     v = coerce(v, st_elem, ctx.src, value_node, strict=arr.from_list,
                what=f"a value stored into '{name}'" + (" (a list in Python mode)" if arr.from_list else ""))
     atoms = flatten_value(v)

@@ -3,7 +3,8 @@
 The translator works on surface values (scalars that may still be weak,
 tuples, records, arrays of anything) and flattens them to core atoms only at
 the boundaries (lets, calls, SOAC lambdas). Functions are not values; a FunV
-only appears as an argument of a prelude function and is inlined there.
+only appears as an argument of a prelude function and is inlined there
+(a lambda, a def, or a builtin / prelude scalar function: PreludeFunV).
 """
 from __future__ import annotations
 
@@ -161,8 +162,12 @@ Value = Union[ScalarV, TupleV, ArrayV]
 
 @dataclass(frozen=True)
 class TypeArg:
-    """A type used as an argument, as in `ps.highest(ps.f32)`."""
+    """A type used as an argument, as in `ps.highest(ps.f32)`. `convert`
+    names the prelude conversion (`pyshark.prelude.f32`) when the type is
+    a prelude scalar type, which is also a function (`ps.map(ps.f32, xs)`)."""
     stype: SType
+    convert: Optional[str] = None
+    node: Optional[cst.CSTNode] = field(default=None, compare=False)
 
 
 def value_stype(v: Value) -> SType:

@@ -319,7 +319,7 @@ def test_update_in_branches_and_while():
     assert [i for i, v in enumerate(got) if v] == [2, 3, 5, 7]
 
 
-def test_local_def_captures_and_rebinding_is_rejected():
+def test_local_def_captures_with_late_binding():
     got = run("""
         @ps.entry
         def f(xs: ps.Array[ps.f64], a: ps.f64) -> ps.Array[ps.f64]:
@@ -331,15 +331,16 @@ def test_local_def_captures_and_rebinding_is_rejected():
             return ps.map(g, xs)
         """, "f", [1.0, -1.0], 1.5)
     assert list(got) == [3.0, -1.0]
-    reject("""
+    got = run("""
         @ps.entry
         def f(xs: ps.Array[ps.f64], a: ps.f64) -> ps.Array[ps.f64]:
             b = a * 2.0
             def g(x: ps.f64) -> ps.f64:
                 return x * b
-            b = 1.0  # <-
+            b = 1.0
             return ps.map(g, xs)
-        """, contains="captured by the local function 'g'")
+        """, "f", [1.0, -1.0], 1.5)
+    assert list(got) == [1.0, -1.0]         # g sees b = 1.0 where it is used
 
 
 def test_assert_raises_assertion_error():
