@@ -42,3 +42,22 @@ def norm_and_max(xs: ps.Array[ps.f32]) -> tuple[ps.f32, ps.f32]:
     """Two results at once: the Euclidean norm and the largest element."""
     largest = ps.reduce(lambda a, b: ps.max(a, b), ps.lowest(ps.f32), xs)
     return (ps.sqrt(dot_product(xs, xs)), largest)
+
+
+# NumPy references (plain numpy, what users compare against). They live under the
+# __main__ guard because every top-level def of a PyShark module is translated.
+if __name__ == "__main__":
+    import numpy as np
+
+    def numpy_saxpy(a, xs, ys):
+        xs, ys = np.asarray(xs, dtype=np.float32), np.asarray(ys, dtype=np.float32)
+        if xs.shape != ys.shape:
+            raise ValueError("xs and ys differ in length")
+        return np.float32(a) * xs + ys
+
+    def numpy_dot(xs, ys):
+        return np.dot(np.asarray(xs, dtype=np.float32), np.asarray(ys, dtype=np.float32))
+
+    def numpy_norm_and_max(xs):
+        xs = np.asarray(xs, dtype=np.float32)
+        return (np.sqrt(np.dot(xs, xs)), xs.max() if xs.size else np.float32(-np.inf))
