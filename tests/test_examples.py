@@ -32,9 +32,6 @@ BACKENDS = available_backends()
 # implement yet; their tests are expected to fail until it lands. Keyed by module
 # stem (a compile error fails the whole module) or by (module, entry).
 NEEDS = {
-    "conv3x3": "augmented assignment `+=`",
-    "max_drawdown": "builtin `max` passed as a function",
-    "kmeans": "late binding of captured names in a loop",
     ("bfs_step", "bfs_step"): "last-wins scatter with duplicate indices",
 }
 
