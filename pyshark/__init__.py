@@ -8,7 +8,7 @@ from .errors import CompileError, ShapeError
 __version__ = "0.1.0"
 
 __all__ = ["CompileError", "ShapeError", "Wrapper", "DeviceArray", "DeviceStructArray",
-           "__version__"]
+           "set_num_threads", "get_num_threads", "__version__"]
 
 
 def __getattr__(name):
@@ -16,6 +16,9 @@ def __getattr__(name):
     if name == "Wrapper":
         from .wrapper import Wrapper
         return Wrapper
+    if name in ("set_num_threads", "get_num_threads"):
+        from .wrapper import backend
+        return getattr(backend, name)
     if name in ("DeviceArray", "DeviceStructArray"):
         from .wrapper import device_array
         return getattr(device_array, name)
