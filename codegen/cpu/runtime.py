@@ -85,11 +85,13 @@ _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
 
 
 #: libgomp's spin count before a waiting thread sleeps, when the user set
-#: neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY (libgomp's own default is
-#: 300000 pause loops, milliseconds on some CPUs, which a thread waiting at
-#: the join spends on a core that a descheduled team-mate or another process
-#: needs: see docs/cpu-backend.md, "Under load")
-GOMP_SPINCOUNT_DEFAULT = "10000"
+#: neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY: the count libgomp itself
+#: uses when it has more threads than CPUs. Its default, 300000 pause loops
+#: (milliseconds on some CPUs), is spent by a thread waiting at a barrier on
+#: a core that a descheduled team-mate or another process needs; counts of
+#: 10000-100000 were worse still for small calls under load (they sleep just
+#: before the next call comes). See docs/cpu-backend.md, "Under load".
+GOMP_SPINCOUNT_DEFAULT = "1000"
 
 
 def quiet_gomp_spin() -> None:
