@@ -5,12 +5,22 @@ is emitting:
 - the body function `NAME.parforK(ctx, captures..., lo, hi)` running
   `for i in lo..hi-1` (pointer captures `noalias`);
 - the outlined function `NAME.parforK.omp(data)` that GOMP_parallel runs on
-  every thread: thread t of T takes the static contiguous chunk
-  `[t*q + min(t, r), ... + q + (t < r))` (q, r = divmod(n, T));
+  every thread: dynamic scheduling (OpenMP's schedule(dynamic, block)) by
+  hand: it claims `[lo, lo + block)` with `atomicrmw add` on the shared
+  counter `next` and runs the body function on it, until lo >= n or, when
+  the body can fail, ctx->code is set. A static chunk per thread made the
+  join wait, under load, for a descheduled thread's whole chunk; now the
+  others take its blocks and the join waits for at most the block it holds.
+  `block` (`block_size`, computed by the host) is about n / (8 T), at least
+  4096 iterations for a loop-free body (its vectorized loop stays long;
+  fewer only when n / T is fewer), and a multiple of 64 iterations (of the
+  streaming block below, for a body with nontemporal stores) once that
+  long, so a block's lines are whole. Nothing may assume which thread runs
+  an iteration (the mc algorithms index partials by chunk, not thread);
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
-  {ctx, n, captures...} on the stack and calls GOMP_parallel, otherwise it
-  calls the body function on [0, n); then, when the body can fail, returns
-  ctx->code when it is not 0.
+  {ctx, n, next = 0, block, captures...} on the stack and calls
+  GOMP_parallel, otherwise it calls the body function on [0, n); then, when
+  the body can fail, returns ctx->code when it is not 0.
 
 Nontemporal stores (`Store.nontemporal`, set by codegen/cpu/streaming.py).
 x86 streams only aligned vectors (movntps/movntdq; an unaligned
@@ -29,7 +39,7 @@ pointer is 64-byte aligned (checked at run time per call: nothing relies on
 what the allocator returned; Alloc promises 16 bytes, large blocks are
 2 MiB aligned); otherwise every element goes out by ordinary stores. The
 copy costs an L1 store and load per element, little beside the memory
-traffic it saves. The chunk ends with an `sfence` (x86; `fence seq_cst`
+traffic it saves. Each claimed block ends with an `sfence` (x86; `fence seq_cst`
 elsewhere), also before a failing chunk's early return: streaming stores
 are weakly ordered, and the fence orders them before the chunk's return, so
 they reach the other threads like ordinary stores through libgomp's end-of-
