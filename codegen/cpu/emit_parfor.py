@@ -75,7 +75,7 @@ def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
     stores = nontemporal_stores(s.body)
     elem = {st.ptr.name: mem_type(K.type_of(st.value)) for st in stores}
     sizes = {n: elem_size(K.type_of(st.value)) for st in stores for n in [st.ptr.name]}
-    block = max(_LINE, _BLOCK_BYTES // max(sizes.values()))
+    block = _stream_block(stores)
     tmps = {}
     for n in sorted(elem):
         a = bem.alloca_builder.alloca(ir.ArrayType(elem[n], block), name=n + ".line")
@@ -164,10 +164,13 @@ def _alignment(s: K.ParFor) -> int:
     long): the streaming block of a body with nontemporal stores (so every
     64-byte line inside is whole), else 64 iterations."""
     stores = nontemporal_stores(s.body)
-    if not stores:
-        return _ALIGN
-    size = max(elem_size(K.type_of(st.value)) for st in stores)
-    return max(_LINE, _BLOCK_BYTES // size)
+    return _stream_block(stores) if stores else _ALIGN
+
+
+def _stream_block(stores: list) -> int:
+    """Indices per block of a streaming loop: _BLOCK_BYTES of its widest
+    nontemporal element (at least a line's worth)."""
+    return max(_LINE, _BLOCK_BYTES // max(elem_size(K.type_of(st.value)) for st in stores))
 
 
 def block_size(b: ir.IRBuilder, n: ir.Value, nt: ir.Value, align: int, loops: bool) -> ir.Value:

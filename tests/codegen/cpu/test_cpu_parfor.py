@@ -116,7 +116,7 @@ def lib(tmp_path_factory):
     return build(_module(), tmp_path_factory.mktemp("par"))
 
 
-@pytest.mark.parametrize("nthreads", [0, 1, 2, 3])
+@pytest.mark.parametrize("nthreads", [0, 1, 2, 3, 7])
 @pytest.mark.parametrize("name", ["touch", "touch_seq"])
 def test_every_index_once(lib, name, nthreads):
     for count in COUNTS:

@@ -17,7 +17,7 @@ from pyshark.core.types import I8
 n, i, j = v("n", I64), v("i", I64), v("j", I64)
 xs, ys = v("xs", P(F32)), v("ys", P(F32))
 out, out0 = v("out", P(F32)), v("out0", P(P(F32)))
-COUNTS = [0, 1, 7, 129, 1023, 2 ** 20 + 3]   # 129 on 2 threads: chunk 1 starts at 65
+COUNTS = [0, 1, 7, 129, 1023, 40_003, 2 ** 20 + 3]   # 40_003: blocks of 4096 + a partial one
 TWO = K.KConst(2.0, F32)
 
 
@@ -199,7 +199,7 @@ def test_spelled_as_aligned_streaming_vector_stores(streams):
 
 
 @pytest.mark.parametrize("count", COUNTS)
-@pytest.mark.parametrize("nthreads", [1, 2, 3])
+@pytest.mark.parametrize("nthreads", [1, 2, 3, 7])
 @pytest.mark.parametrize("offset", [0, 4])
 def test_streaming_results(streams, count, nthreads, offset):
     rng = np.random.default_rng(count)
