@@ -97,11 +97,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     threads = [int(t) for t in args.threads.split(",") if t]
     cache = Path(tempfile.mkdtemp(prefix="pyshark-load-"))
+    # as the user set them (loading a module may set GOMP_SPINCOUNT)
+    env = {k: os.environ.get(k, "(unset)") for k in
+           ("OMP_NUM_THREADS", "GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
     targets = _targets(args.n, threads, cache)
-    print(f"n = {args.n}, {os.cpu_count()} cores, OMP_NUM_THREADS="
-          f"{os.environ.get('OMP_NUM_THREADS', '(unset)')}, GOMP_SPINCOUNT="
-          f"{os.environ.get('GOMP_SPINCOUNT', '(unset)')}; load average before: "
-          f"{os.getloadavg()[0]:.2f}", flush=True)
+    print(f"n = {args.n}, {os.cpu_count()} cores, "
+          + ", ".join(f"{k}={v}" for k, v in env.items())
+          + f"; load average before: {os.getloadavg()[0]:.2f}", flush=True)
     rows: dict = {name: {"idle": [], "busy": []} for name in targets}
     for r in range(args.rounds):
         for name, v in _measure(targets, args.calls).items():
