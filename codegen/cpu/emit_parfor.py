@@ -194,6 +194,7 @@ def block_size(b: ir.IRBuilder, n: ir.Value, nt: ir.Value, align: int, loops: bo
 
 
 def octx_code(b: ir.IRBuilder, ctx: ir.Value) -> ir.Value:
+    """&ctx->code (read by the claiming loop while other threads may set it)."""
     return b.gep(ctx, [_I32(0), _I32(CTX_CODE)], inbounds=True, source_etype=CTX_TYPE)
 
 
@@ -264,7 +265,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     ob.call(bfn, [octx] + ocaps + [olo, ohi])
     if can_fail:
         # a failed ParFor stops claiming (the first failure wins anyway)
-        code = ob.load(octx_code(ob, octx), typ=_I32)
+        code = ob.load_atomic(octx_code(ob, octx), "monotonic", 4, typ=_I32)
         ob.cbranch(ob.icmp_signed("==", code, _I32(0)), claim, done_bb)
     else:
         ob.branch(claim)
