@@ -241,6 +241,10 @@ _COUNT_THREADS = textwrap.dedent('''
     out.append(tasks() - base)            # the process default: a team of 4
     ws[6].evens(np.arange(1 << 20))
     out.append(tasks() - base)            # the Wrapper's 6 over the process default
+    from pyshark.wrapper.wrapper import build
+    build(src, cache + "/built", "cpu")
+    pyshark.Wrapper.load(cache + "/built", num_threads=8).iscan(np.ones(1 << 20, np.int32))
+    out.append(tasks() - base)            # Wrapper.load(num_threads=8)
     print(out)
 ''')
 
@@ -252,4 +256,4 @@ def test_the_team_has_num_threads_threads(src, tmp_path):
     r = subprocess.run([sys.executable, "-c", _COUNT_THREADS, str(src), str(tmp_path)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip().splitlines()[-1] == "[0, 2, 3, 5]"
+    assert r.stdout.strip().splitlines()[-1] == "[0, 2, 3, 5, 7]"
