@@ -13,18 +13,21 @@ from .errors import CompileError, ShapeError
 from .jit import jit
 
 if TYPE_CHECKING:      # what the lazy names below are, for type checkers
+    from .wrapper.backend import get_num_threads, set_num_threads
     from .wrapper import (DeviceArray, DeviceStructArray, UnknownEntry, Wrapper,
                           available_backends, known_backends)
 
 __version__ = "0.1.0"
 
 __all__ = ["jit", "Wrapper", "DeviceArray", "DeviceStructArray", "CompileError", "ShapeError",
-           "UnknownEntry", "available_backends", "known_backends", "__version__"]
+           "UnknownEntry", "available_backends", "known_backends", "set_num_threads",
+           "get_num_threads", "__version__"]
 
 # Imported lazily so that `import pyshark.prelude` stays light.
 _LAZY = {"Wrapper": "wrapper", "UnknownEntry": "wrapper", "available_backends": "wrapper",
          "known_backends": "wrapper", "DeviceArray": "wrapper.device_array",
-         "DeviceStructArray": "wrapper.device_array"}
+         "DeviceStructArray": "wrapper.device_array", "set_num_threads": "wrapper.backend",
+         "get_num_threads": "wrapper.backend"}
 
 
 def __getattr__(name: str):

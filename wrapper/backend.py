@@ -25,6 +25,43 @@ class Options:
         return asdict(self)
 
 
+#: the most threads num_threads may ask for (a team of more would fail to
+#: start in libgomp, which aborts the process)
+MAX_NUM_THREADS = 1024
+_NUM_THREADS: list = [None]     # the process default (set_num_threads)
+
+
+def check_num_threads(n, what: str = "num_threads"):
+    """n itself when it is None or an int in 1..MAX_NUM_THREADS; else a
+    ValueError that says what is allowed."""
+    if n is None:
+        return None
+    if isinstance(n, bool) or not hasattr(n, "__index__"):
+        raise ValueError(f"{what} must be an int >= 1 (or None for the default: every "
+                         f"core, or OMP_NUM_THREADS), not {n!r}")
+    n = int(n.__index__())
+    if not 1 <= n <= MAX_NUM_THREADS:
+        raise ValueError(f"{what} must be between 1 and {MAX_NUM_THREADS}, not {n}")
+    return n
+
+
+def set_num_threads(n) -> None:
+    """How many threads the cpu backend's parallel loops use in this process,
+    unless a Wrapper has its own num_threads; None: the default again (every
+    core, or OMP_NUM_THREADS). Other backends ignore it."""
+    _NUM_THREADS[0] = check_num_threads(n, "set_num_threads(n): n")
+
+
+def get_num_threads() -> int:
+    """The number of threads a cpu entry's parallel loop uses at most in this
+    process (Wrappers without num_threads): set_num_threads's value, else
+    libgomp's omp_get_max_threads()."""
+    if _NUM_THREADS[0] is not None:
+        return _NUM_THREADS[0]
+    from pyshark.codegen.cpu.runtime import omp_max_threads
+    return omp_max_threads()
+
+
 class LoadedModule:
     """One module's entries, ready to call."""
 
@@ -46,6 +83,9 @@ class Backend:
     #: the keyword options of Wrapper(...) this backend takes besides Options
     #: (opencl: device, device_arrays); a Wrapper refuses them for others
     runtime_options: tuple = ()
+    #: whether the backend uses Wrapper(num_threads=N) (cpu); the others
+    #: accept it, validated, and ignore it
+    uses_num_threads = False
     #: whether entries take DeviceArray arguments as they are (else the
     #: wrapper converts them with np.asarray)
     keeps_device_arrays = False

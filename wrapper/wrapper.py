@@ -22,7 +22,7 @@ from pyshark.errors import CompileError
 from . import convert
 from .artifacts import (cache_key, cache_path, default_cache_dir, pyshark_version,
                         read_manifest, write_atomically, write_manifest)
-from .backend import LoadedModule, Options
+from .backend import LoadedModule, Options, check_num_threads
 from .registry import get_backend
 
 
@@ -47,8 +47,12 @@ class Wrapper:
 
     def __init__(self, backend: str = "python", *, unsafe: bool = False,
                  fastmath: bool = False, cache_dir: str | Path | None = None,
-                 device: str | None = None, device_arrays: bool = False):
-        """`device` (opencl): which OpenCL device, a platform:device index as
+                 device: str | None = None, device_arrays: bool = False,
+                 num_threads: int | None = None):
+        """`num_threads` (cpu): at most this many threads per parallel loop
+        (default: pyshark.set_num_threads's, else every core or
+        OMP_NUM_THREADS); validated, and ignored, by the other backends.
+        `device` (opencl): which OpenCL device, a platform:device index as
         `pyshark devices` lists them or a substring of its name (default:
         PYOPENCL_CTX, else the first GPU, else the first device).
         `device_arrays` (opencl): array results stay on the device as
@@ -56,6 +60,9 @@ class Wrapper:
         numpy structured arrays); entries take DeviceArrays on every backend."""
         cls = get_backend(backend)
         runtime = {k: v for k, v in (("device", device), ("device_arrays", device_arrays)) if v}
+        self.num_threads = check_num_threads(num_threads)
+        if self.num_threads is not None and cls.uses_num_threads:
+            runtime["num_threads"] = self.num_threads
         refused = [k for k in runtime if k not in cls.runtime_options]
         if refused:
             raise TypeError(f"Wrapper: {', '.join(f'{k}=' for k in refused)} is an option of "
@@ -178,10 +185,10 @@ class Wrapper:
 
     @classmethod
     def load(cls, path: str | Path, *, device: str | None = None,
-             device_arrays: bool = False) -> "Wrapper":
+             device_arrays: bool = False, num_threads: int | None = None) -> "Wrapper":
         """A Wrapper over what `pyshark build` wrote to `path`, without
-        translating or compiling anything (device, device_arrays: as for
-        Wrapper(...), opencl only)."""
+        translating or compiling anything (device, device_arrays,
+        num_threads: as for Wrapper(...))."""
         path = Path(path)
         manifest = read_manifest(path)
         if manifest["pyshark_version"] != pyshark_version():
@@ -190,7 +197,7 @@ class Wrapper:
         opts = manifest.get("options", {})
         w = cls(manifest["backend"], unsafe=opts.get("unsafe", False),
                 fastmath=opts.get("fastmath", False), device=device,
-                device_arrays=device_arrays)
+                device_arrays=device_arrays, num_threads=num_threads)
         w._register(w._backend.load(path, manifest, None), None)
         w._loaded = True
         w.loaded_from_cache = True

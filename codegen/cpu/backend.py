@@ -29,7 +29,8 @@ from pyshark.core import ir
 from pyshark.core.types import ArrayType, ScalarType
 from pyshark.errors import ShapeError
 from pyshark.wrapper import convert
-from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
+from pyshark.wrapper.backend import (_NUM_THREADS, Backend, LoadedModule, entries_from_manifest,
+                                     translate_and_check)
 
 from .. import kir as K
 from ..lower import symbol
@@ -140,11 +141,13 @@ def c_header(program: ir.Program) -> str:
 
 
 class CpuModule(LoadedModule):
-    def __init__(self, lib, abi: dict, messages: list, entries, source):
+    def __init__(self, lib, abi: dict, messages: list, entries, source,
+                 num_threads: int | None = None):
         super().__init__(entries, source)
         self.lib = lib
         self.messages = messages
-        self.callers = {name: _Caller(lib, symbol(name), spec, messages, entries[name])
+        self.callers = {name: _Caller(lib, symbol(name), spec, messages, entries[name],
+                                      num_threads)
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
@@ -156,8 +159,10 @@ class _Caller:
     unflatten path of the native backends), with the per-parameter work
     decided once, here, rather than at every call."""
 
-    def __init__(self, lib, sym: str, spec: dict, messages: list, entry: ir.Entry):
+    def __init__(self, lib, sym: str, spec: dict, messages: list, entry: ir.Entry,
+                 num_threads: int | None = None):
         self.entry = entry
+        self.num_threads = num_threads      # the Wrapper's; None: the process default
         self.messages = messages
         self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
         self.results = [(np.dtype(ScalarType(e).dtype), r, e) for e, r in spec["results"]]
@@ -205,6 +210,8 @@ class _Caller:
                 outs.append((ptr, shape))
                 args += [ctypes.addressof(ptr), ctypes.addressof(shape)]
         ctx = Ctx()
+        # ctx->nthreads: NumThreads of every ParFor (0: libgomp's default)
+        ctx.nthreads = self.num_threads or _NUM_THREADS[0] or 0
         code = self.fn(ctypes.byref(ctx), *args)
         results = []
         for (dt, r, e), o in zip(self.results, outs):
@@ -239,6 +246,13 @@ def _adopt(ptr: int, shape: tuple, dt: np.dtype) -> np.ndarray:
 class CpuBackend(Backend):
     name = "cpu"
     description = "LLVM (llvmlite): every CPU core through OpenMP, SIMD through LLVM's vectorizers"
+    runtime_options = ("num_threads",)
+    uses_num_threads = True
+
+    def __init__(self, options=None, *, num_threads: int | None = None):
+        from pyshark.wrapper.backend import Options, check_num_threads
+        super().__init__(options if options is not None else Options())
+        self.num_threads = check_num_threads(num_threads)
 
     @classmethod
     def is_available(cls) -> bool:
@@ -271,4 +285,4 @@ class CpuBackend(Backend):
             raise ValueError(f"{lib_path} does not match its recorded hash (corrupt artifact)")
         lib = load_library(lib_path)
         return CpuModule(lib, abi["entries"], abi["messages"], entries_from_manifest(manifest),
-                         manifest["source"])
+                         manifest["source"], self.num_threads)

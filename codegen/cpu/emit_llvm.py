@@ -44,11 +44,12 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   `NAME.parforK(ctx, captures..., lo, hi)` running `for i in lo..hi-1`, with
   `noalias` on its pointer captures (free_vars_of_block(body) minus i, sorted
   by name, passed by value). When n > 1, parallel_if holds and
-  min(NumThreads, n) > 1, the host packs {ctx, n, captures...} into a stack
-  struct and calls GOMP_parallel(NAME.parforK.omp, &struct, min(NumThreads, n),
-  0); the outlined function takes the static contiguous chunk of thread t of
-  T (the first n % T threads get one more iteration) and calls the body
-  function. Otherwise the host calls the body function on [0, n) inline.
+  min(NumThreads, n) > 1, the host packs {ctx, n, next = 0, block,
+  captures...} into a stack struct and calls GOMP_parallel(NAME.parforK.omp,
+  &struct, min(NumThreads, n), 0); on every thread the outlined function
+  claims [lo, lo + block) with `atomicrmw add next, block` and calls the
+  body function on it until lo >= n (or the ParFor failed). Otherwise the
+  host calls the body function on [0, n) inline.
   (codegen/cpu/emit_parfor.py spells it, with the nontemporal split.)
   The noalias contract: inside one ParFor, memory written through one
   captured pointer variable is not accessed through another captured pointer

@@ -5,12 +5,22 @@ is emitting:
 - the body function `NAME.parforK(ctx, captures..., lo, hi)` running
   `for i in lo..hi-1` (pointer captures `noalias`);
 - the outlined function `NAME.parforK.omp(data)` that GOMP_parallel runs on
-  every thread: thread t of T takes the static contiguous chunk
-  `[t*q + min(t, r), ... + q + (t < r))` (q, r = divmod(n, T));
+  every thread: dynamic scheduling (OpenMP's schedule(dynamic, block)) by
+  hand: it claims `[lo, lo + block)` with `atomicrmw add` on the shared
+  counter `next` and runs the body function on it, until lo >= n or, when
+  the body can fail, ctx->code is set. A static chunk per thread made the
+  join wait, under load, for a descheduled thread's whole chunk; now the
+  others take its blocks and the join waits for at most the block it holds.
+  `block` (`block_size`, computed by the host) is about n / (8 T), at least
+  4096 iterations for a loop-free body (its vectorized loop stays long;
+  fewer only when n / T is fewer), and a multiple of 64 iterations (of the
+  streaming block below, for a body with nontemporal stores) once that
+  long, so a block's lines are whole. Nothing may assume which thread runs
+  an iteration (the mc algorithms index partials by chunk, not thread);
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
-  {ctx, n, captures...} on the stack and calls GOMP_parallel, otherwise it
-  calls the body function on [0, n); then, when the body can fail, returns
-  ctx->code when it is not 0.
+  {ctx, n, next = 0, block, captures...} on the stack and calls
+  GOMP_parallel, otherwise it calls the body function on [0, n); then, when
+  the body can fail, returns ctx->code when it is not 0.
 
 Nontemporal stores (`Store.nontemporal`, set by codegen/cpu/streaming.py).
 x86 streams only aligned vectors (movntps/movntdq; an unaligned
@@ -29,7 +39,7 @@ pointer is 64-byte aligned (checked at run time per call: nothing relies on
 what the allocator returned; Alloc promises 16 bytes, large blocks are
 2 MiB aligned); otherwise every element goes out by ordinary stores. The
 copy costs an L1 store and load per element, little beside the memory
-traffic it saves. The chunk ends with an `sfence` (x86; `fence seq_cst`
+traffic it saves. Each claimed block ends with an `sfence` (x86; `fence seq_cst`
 elsewhere), also before a failing chunk's early return: streaming stores
 are weakly ordered, and the fence orders them before the chunk's return, so
 they reach the other threads like ordinary stores through libgomp's end-of-
@@ -42,11 +52,14 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir as K
-from .emit_llvm import (CTX_CODE, _FnEmitter, _alloca, _I1, _I32, _I64, _PTR, _VOID,
+from .emit_llvm import (CTX_CODE, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64, _PTR, _VOID,
                         elem_size, mem_type, reg_type)
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
+_BLOCKS_PER_THREAD = 8      # dynamic scheduling: blocks a thread claims, on average
+_MIN_BLOCK = 4096           # ... but at least this many iterations of a loop-free body
+_ALIGN = 64                 # block starts are multiples of this (once blocks are that long)
 
 
 def nontemporal_stores(body: K.Block) -> list:
@@ -62,7 +75,7 @@ def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
     stores = nontemporal_stores(s.body)
     elem = {st.ptr.name: mem_type(K.type_of(st.value)) for st in stores}
     sizes = {n: elem_size(K.type_of(st.value)) for st in stores for n in [st.ptr.name]}
-    block = max(_LINE, _BLOCK_BYTES // max(sizes.values()))
+    block = _stream_block(stores)
     tmps = {}
     for n in sorted(elem):
         a = bem.alloca_builder.alloca(ir.ArrayType(elem[n], block), name=n + ".line")
@@ -142,6 +155,49 @@ def streaming_fence(em: _FnEmitter):
         em.b.fence("seq_cst")
 
 
+def _has_loop(body: K.Block) -> bool:
+    return any(isinstance(st, (K.For, K.While)) for st in K.walk_stms(body))
+
+
+def _alignment(s: K.ParFor) -> int:
+    """What a claimed block's start is a multiple of (once blocks are that
+    long): the streaming block of a body with nontemporal stores (so every
+    64-byte line inside is whole), else 64 iterations."""
+    stores = nontemporal_stores(s.body)
+    return _stream_block(stores) if stores else _ALIGN
+
+
+def _stream_block(stores: list) -> int:
+    """Indices per block of a streaming loop: _BLOCK_BYTES of its widest
+    nontemporal element (at least a line's worth)."""
+    return max(_LINE, _BLOCK_BYTES // max(elem_size(K.type_of(st.value)) for st in stores))
+
+
+def block_size(b: ir.IRBuilder, n: ir.Value, nt: ir.Value, align: int, loops: bool) -> ir.Value:
+    """Iterations per claimed block: ceil(n / (nt * _BLOCKS_PER_THREAD)), at
+    least min(_MIN_BLOCK, ceil(n / nt)) when the body has no loop (so its
+    vectorized loop stays long), rounded up to a multiple of `align` when at
+    least `align`."""
+    def ceil_div(a, d):
+        return b.sdiv(b.add(a, b.sub(d, _I64(1))), d)
+
+    def max_(x, y):
+        return b.select(b.icmp_signed(">", x, y), x, y)
+    blk = ceil_div(n, b.mul(nt, _I64(_BLOCKS_PER_THREAD)))
+    if not loops:
+        per_thread = ceil_div(n, nt)
+        floor = b.select(b.icmp_signed("<", per_thread, _I64(_MIN_BLOCK)), per_thread,
+                         _I64(_MIN_BLOCK))
+        blk = max_(blk, floor)
+    up = b.and_(b.add(blk, _I64(align - 1)), _I64(-align))
+    return b.select(b.icmp_signed(">=", blk, _I64(align)), up, blk)
+
+
+def octx_code(b: ir.IRBuilder, ctx: ir.Value) -> ir.Value:
+    """&ctx->code (read by the claiming loop while other threads may set it)."""
+    return b.gep(ctx, [_I32(0), _I32(CTX_CODE)], inbounds=True, source_etype=CTX_TYPE)
+
+
 def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     """Emit ParFor `s` met in `host` (see the module docstring)."""
     b = host.b
@@ -176,8 +232,9 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
         bem.for_loop(s.var, lo, hi, s.body)
     bem.finish(None)
 
-    # the outlined function GOMP_parallel runs on every thread
-    data_ty = ir.LiteralStructType([_PTR, _I64] + cap_types)
+    # the outlined function GOMP_parallel runs on every thread: claim blocks
+    # of `blk` iterations from the shared counter `next` until none is left
+    data_ty = ir.LiteralStructType([_PTR, _I64, _I64, _I64] + cap_types)
     ofn = ir.Function(mod.module, ir.FunctionType(_VOID, [_PTR]), name=stem + ".omp")
     ofn.linkage = "internal"
     ofn.attributes.add("nounwind")
@@ -185,20 +242,34 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     data = ofn.args[0]
     data.name = "data"
 
+    def gep(bb, ptr, i):
+        return bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty)
+
     def field(bb, ptr, i, ty):
-        return bb.load(bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty),
-                       typ=ty)
+        return bb.load(gep(bb, ptr, i), typ=ty)
     octx = field(ob, data, 0, _PTR)
     ocount = field(ob, data, 1, _I64)
-    ocaps = [field(ob, data, 2 + j, ty) for j, ty in enumerate(cap_types)]
-    tid = ob.sext(ob.call(mod.decls.get("omp_get_thread_num", _I32, []), []), _I64)
-    nth = ob.sext(ob.call(mod.decls.get("omp_get_num_threads", _I32, []), []), _I64)
-    q = ob.sdiv(ocount, nth)
-    r = ob.srem(ocount, nth)
-    extra = ob.icmp_signed("<", tid, r)
-    olo = ob.add(ob.mul(tid, q), ob.select(extra, tid, r))
-    ohi = ob.add(ob.add(olo, q), ob.zext(extra, _I64))
+    onext = gep(ob, data, 2)
+    oblk = field(ob, data, 3, _I64)
+    ocaps = [field(ob, data, 4 + j, ty) for j, ty in enumerate(cap_types)]
+    can_fail = K.block_can_fail(s.body)
+    claim, run, done_bb = (ofn.append_basic_block("claim"), ofn.append_basic_block("run"),
+                           ofn.append_basic_block("done"))
+    ob.branch(claim)
+    ob.position_at_end(claim)
+    olo = ob.atomic_rmw("add", onext, oblk, "monotonic")
+    ob.cbranch(ob.icmp_signed("<", olo, ocount), run, done_bb)
+    ob.position_at_end(run)
+    ohi = ob.add(olo, oblk)
+    ohi = ob.select(ob.icmp_signed("<", ohi, ocount), ohi, ocount)
     ob.call(bfn, [octx] + ocaps + [olo, ohi])
+    if can_fail:
+        # a failed ParFor stops claiming (the first failure wins anyway)
+        code = ob.load_atomic(octx_code(ob, octx), "monotonic", 4, typ=_I32)
+        ob.cbranch(ob.icmp_signed("==", code, _I32(0)), claim, done_bb)
+    else:
+        ob.branch(claim)
+    ob.position_at_end(done_bb)
     ob.ret_void()
 
     # the host side
@@ -217,7 +288,8 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     b.cbranch(b.icmp_signed(">", nt, _I64(1)), team_bb, seq_bb)
     b.position_at_end(team_bb)
     slot = _alloca(host.alloca_builder, data_ty, name=stem + ".data")
-    for j, v in enumerate([host.ctx, count] + cap_vals):
+    blk = block_size(b, count, nt, _alignment(s), _has_loop(s.body))
+    for j, v in enumerate([host.ctx, count, _I64(0), blk] + cap_vals):
         b.store(v, b.gep(slot, [_I32(0), _I32(j)], inbounds=True, source_etype=data_ty))
     gomp = mod.decls.get("GOMP_parallel", _VOID, [_PTR, _PTR, _I32, _I32])
     b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])

@@ -5,6 +5,7 @@ llvmlite, so loading a cached module stays fast."""
 from __future__ import annotations
 
 import ctypes
+import os
 from pathlib import Path
 from typing import Optional, Union
 
@@ -83,9 +84,41 @@ def _looks_like_ir(x) -> bool:
 _BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
 
 
+#: libgomp's spin count before a waiting thread sleeps, when the user set
+#: neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY: the count libgomp itself
+#: uses when it has more threads than CPUs. Its default, 300000 pause loops
+#: (milliseconds on some CPUs), is spent by a thread waiting at a barrier on
+#: a core that a descheduled team-mate or another process needs; counts of
+#: 10000-100000 were worse still for small calls under load (they sleep just
+#: before the next call comes). See docs/cpu-backend.md, "Under load".
+GOMP_SPINCOUNT_DEFAULT = "1000"
+
+
+def quiet_gomp_spin() -> None:
+    """Sets GOMP_SPINCOUNT for libgomp, which reads it once when it loads
+    (with the first compiled module), unless the user chose a wait policy."""
+    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
+        return
+    os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
+
+
+def omp_max_threads() -> int:
+    """libgomp's omp_get_max_threads() (1 without libgomp: the sequential
+    stand-in of link.py)."""
+    quiet_gomp_spin()
+    import ctypes.util
+    for name in filter(None, [ctypes.util.find_library("gomp"), "libgomp.so.1"]):
+        try:
+            return max(1, int(ctypes.CDLL(name).omp_get_max_threads()))
+        except (OSError, AttributeError):
+            continue
+    return 1
+
+
 def load_library(path_or_ir: Union[str, Path]) -> Library:
     """Load what `optimise_and_build` wrote (a .so, or IR text when there was
     no C compiler), or JIT LLVM IR text given directly."""
+    quiet_gomp_spin()
     if _looks_like_ir(path_or_ir):
         from .link import _jit
         return _jit(path_or_ir, optimise=True)

@@ -50,8 +50,23 @@ def all_scalar(types) -> bool:
     return all(isinstance(t, ScalarType) for t in types)
 
 
-def n_chunks(lw: Lowerer, n: K.Expr, min_per_chunk: int) -> K.Expr:
-    """How many chunks a parallel reduction/scan of n elements uses: one per
-    thread when n is large enough to pay for a fork, else 1."""
-    return lw.let("nch", K.Sel(S.b("ge", n, S.const(min_per_chunk, I64)), K.NumThreads(),
-                               ONE))
+#: chunks per thread of a multicore reduce/scan/filter on the CPU: the
+#: ParFor over the chunks hands them out dynamically (codegen/cpu/
+#: emit_parfor.py), so a thread descheduled mid-chunk holds up the join for
+#: a quarter of its share instead of all of it (sum of 10^7 f32 under load:
+#: 15.5 -> 12.0 ms, benchmarks/README.md "Under load")
+CHUNKS_PER_THREAD = 4
+
+
+def n_chunks(lw: Lowerer, n: K.Expr, min_per_chunk: int, per_thread: int | None = None) -> K.Expr:
+    """How many chunks a parallel reduction/scan/filter of n elements uses:
+    `per_thread` (default CHUNKS_PER_THREAD; 1 for the gpu family's mc
+    fallbacks, whose NumThreads is many per compute unit already) per thread
+    when n is large enough to pay for a fork, else 1. Chunk c is indexed by
+    c, never by the thread that runs it."""
+    if per_thread is None:
+        per_thread = 1 if lw.options.target.gpu else CHUNKS_PER_THREAD
+    t = K.NumThreads()
+    if per_thread > 1:
+        t = S.b("mul", t, S.const(per_thread, I64))
+    return lw.let("nch", K.Sel(S.b("ge", n, S.const(min_per_chunk, I64)), t, ONE))

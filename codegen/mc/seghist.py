@@ -63,7 +63,7 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
         _sequential(lw, e, env, stm, n, idxs, vals, dests, m)
         return dests
     neutral = [lw.atom(a, env) for a in e.neutral]
-    nch0 = n_chunks(lw, n, lw.options.par_min)
+    nch0 = n_chunks(lw, n, lw.options.par_min, per_thread=1)     # private copies cost memory
     small = S.b("le", S.b("mul", nch0, m), S.const(HIST_PRIVATE_MAX, I64))
     nch = lw.let("nch", K.Sel(small, nch0, S.const(1, I64)))
     with lw.block() as seq:

@@ -116,7 +116,7 @@ def lib(tmp_path_factory):
     return build(_module(), tmp_path_factory.mktemp("par"))
 
 
-@pytest.mark.parametrize("nthreads", [0, 1, 2, 3])
+@pytest.mark.parametrize("nthreads", [0, 1, 2, 3, 7])
 @pytest.mark.parametrize("name", ["touch", "touch_seq"])
 def test_every_index_once(lib, name, nthreads):
     for count in COUNTS:
@@ -180,8 +180,11 @@ def test_fail_inside_parfor(lib):
         assert list(ctx.args)[1:] == [count, -3, 0]
         assert after[0] == 0                              # the host stopped after the loop
         assert marks[:18].all()
-        if nthreads in (1, 2):          # chunk 0 holds index 17 and more: it stopped there
-            assert not marks[18:count // 3].any()
+        if nthreads == 1:               # one thread claims every block: it stopped at 17
+            assert not marks[18:].any()
+        if nthreads in (0, 2):          # the block holding 17 (>= 4096 long) stopped there;
+            assert not marks[18:4096].any()     # other threads finish the blocks they hold
+            assert not marks.all()
     marks = np.zeros(count, np.int32)
     rc, ctx = lib.call("pfail", marks, np.zeros(count, bool), after, count)
     assert rc == 0 and after[0] == 1 and marks.all()
