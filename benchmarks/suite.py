@@ -76,6 +76,11 @@ def _streaming_sizes():
             "large": {"n": 2**28}}
 
 
+def _scatter_sizes():
+    return {"tiny": {"n": 1000}, "small": {"n": 2**20}, "medium": {"n": 2**23},
+            "large": {"n": 2**26}}
+
+
 def _long_sum_rtol(p) -> float:
     """1e-5 for a short float32 sum, growing to 2% for 2^24 values and more."""
     return min(0.02, 1e-5 + 1e-9 * p["n"])
@@ -114,6 +119,17 @@ BENCHMARKS = [
               lambda p, r: (r.integers(0, 256, p["n"], dtype=np.int32), _uniform(r, p["n"])),
               nbytes=lambda p: 8 * p["n"], streaming=True,
               about="largest f32 value per bin, 256 bins"),
+    Benchmark("scatter_distinct", "scatter", "scatter_distinct", _scatter_sizes(),
+              lambda p, r: (np.zeros(p["n"], np.int64), r.permutation(p["n"]).astype(np.int64),
+                            r.integers(-10**9, 10**9, p["n"])),
+              nbytes=lambda p: 32 * p["n"],
+              about="i64 values to a permutation of the indices (no duplicates)"),
+    Benchmark("scatter_dups", "scatter", "scatter_dups", _scatter_sizes(),
+              lambda p, r: (np.zeros(p["n"], np.int64),
+                            r.integers(0, max(1, p["n"] // 4), p["n"]).astype(np.int64),
+                            r.integers(-10**9, 10**9, p["n"])),
+              nbytes=lambda p: 32 * p["n"],
+              about="i64 values to indices with duplicates (last wins)"),
     Benchmark("matmul", "matmul", "matmul",
               {"tiny": {"n": 16}, "small": {"n": 256}, "medium": {"n": 1024},
                "large": {"n": 4096}},

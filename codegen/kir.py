@@ -351,12 +351,32 @@ class AtomicUpdate:
     """Atomically: old = ptr[index]; ptr[index] = value, where `value` may
     read `old` (a variable this statement declares) and is evaluated again
     until the update wins (a compare-and-swap loop: `value` must not read
-    memory that others write). Element types of 32 or 64 bits. Any ParFor
-    (on a device); used by histograms."""
+    memory that others write). Element types of 32 or 64 bits. Any ParFor,
+    on a device or on the CPU; used by histograms and by the last-wins
+    scatter (an atomic max, below). The memory it updates is read and
+    written only by atomic statements until the ParFor ends."""
     ptr: Expr
     index: Expr
     old: KVar
     value: Expr
+
+
+def atomic_max(ptr: Expr, index: Expr, old: KVar, x: Expr) -> AtomicUpdate:
+    """ptr[index] = max(ptr[index], x) for a signed integer, as the one
+    AtomicUpdate form `Sel(x > old, x, old)` that the emitters recognise
+    (atomicrmw max / OpenCL atomic_max) -- a spelling, not a new meaning."""
+    return AtomicUpdate(ptr, index, old, Sel(Bin("gt", x, old), x, old))
+
+
+def atomic_max_operand(s: AtomicUpdate) -> Optional[Expr]:
+    """x when s is atomic_max(..., x) on a signed integer (x not reading
+    old), else None."""
+    v, o = s.value, s.old
+    if (isinstance(o.type, ScalarType) and o.type.is_signed and isinstance(v, Sel)
+            and isinstance(v.cond, Bin) and v.cond.op == "gt" and v.cond.y == o
+            and v.y == o and v.x == v.cond.x and o.name not in expr_vars(v.x)):
+        return v.x
+    return None
 
 
 @dataclass(frozen=True)
@@ -618,7 +638,7 @@ __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
     "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
-    "AtomicLoad",
+    "AtomicLoad", "atomic_max", "atomic_max_operand",
     "Stm", "Function", "Module", "ERROR_CODES",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
     "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail", "rename_expr", "rename_block", "check_module", "pretty_module",

@@ -297,3 +297,22 @@ def blackscholes(spot, strike, years, rate, volatility):
 
 
 from .numba_locvolcalib import locvolcalib  # noqa: E402,F401  (long enough for its own file)
+
+
+@njit
+def _scatter(dest, idxs, vals):
+    out = dest.copy()
+    m = len(out)
+    for j in range(len(idxs)):        # sequential: the last duplicate wins
+        i = idxs[j]
+        if 0 <= i < m:
+            out[i] = vals[j]
+    return out
+
+
+def scatter_distinct(dest, idxs, vals):
+    return _scatter(dest, idxs, vals)
+
+
+def scatter_dups(dest, idxs, vals):
+    return _scatter(dest, idxs, vals)

@@ -139,3 +139,18 @@ def blackscholes(spot, strike, years, rate, volatility, xp=np):
 
 
 from .numpy_locvolcalib import locvolcalib  # noqa: E402,F401  (long enough for its own file)
+
+
+def _scatter(dest, idxs, vals):
+    out = dest.copy()
+    keep = (idxs >= 0) & (idxs < len(out))
+    out[idxs[keep]] = vals[keep]      # numpy: the last duplicate wins (in practice)
+    return out
+
+
+def scatter_distinct(dest, idxs, vals):
+    return _scatter(dest, idxs, vals)
+
+
+def scatter_dups(dest, idxs, vals):
+    return _scatter(dest, idxs, vals)

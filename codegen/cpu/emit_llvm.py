@@ -36,6 +36,12 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   `m.messages` (via `Module.message`) when the module has an Alloc.
   `zeroed=True` then clears it (llvm.memset).
 - Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes.
+- AtomicUpdate: an integer `old + x` is `atomicrmw add`; anything else a
+  compare-and-swap loop on the element's bits (monotonic: the ParFor's join
+  orders it with what follows) that starts from an atomic load and stores
+  nothing when the new bits equal the current ones (linearised at that
+  load), so an atomic max (kir.atomic_max) on a slot that already holds a
+  larger value is one shared read, not a contended write.
 - Fail in host code: store code, msg and args (unused args = 0) into ctx,
   return the code. Inside a ParFor: cmpxchg ctx->code from 0 to the code;
   only the winner stores msg/args; the chunk returns; after the loop the
@@ -539,12 +545,43 @@ class _FnEmitter:
             b.position_at_end(done)
         elif isinstance(s, K.Fail):
             self.fail(K.ERROR_CODES[s.kind], s.msg, [self.expr(a) for a in s.args])
+        elif isinstance(s, K.AtomicUpdate):
+            self.atomic(s)
         elif isinstance(s, K.ParFor):
             if self.in_par:
                 raise NotImplementedError("nested ParFor (the checker rejects it)")
             self.mod.parfor(self, s)
         else:
             raise TypeError(f"not a kernel IR statement: {s!r}")
+
+    def atomic(self, s: K.AtomicUpdate):
+        b = self.b
+        t = s.old.type
+        p = self.address(s.ptr, s.index)
+        v = s.value
+        if (t.is_int and isinstance(v, K.Bin) and v.op == "add" and v.x == s.old
+                and s.old.name not in K.expr_vars(v.y)):
+            old = b.atomic_rmw("add", p, self.expr(v.y), "monotonic")
+            b.store(old, self.var_slot(s.old))
+            return
+        it = ir.IntType(t.bits)
+        cur0 = b.load_atomic(p, "monotonic", t.bits // 8, typ=it)
+        pre = b.block
+        head, try_bb, done = (self.new_block("atomic.loop"), self.new_block("atomic.cas"),
+                              self.new_block("atomic.done"))
+        b.branch(head)
+        b.position_at_end(head)
+        cur = b.phi(it, name="atomic.cur")
+        cur.add_incoming(cur0, pre)
+        b.store(cur if t.is_int else b.bitcast(cur, reg_type(t)), self.var_slot(s.old))
+        new = self.expr(v)
+        new_bits = new if t.is_int else b.bitcast(new, it)
+        b.cbranch(b.icmp_unsigned("==", new_bits, cur), done, try_bb)
+        b.position_at_end(try_bb)
+        res = b.cmpxchg(p, cur, new_bits, "monotonic", "monotonic")
+        cur.add_incoming(b.extract_value(res, 0), b.block)
+        b.cbranch(b.extract_value(res, 1), done, head)
+        b.position_at_end(done)
 
     def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block):
         b = self.b

@@ -15,6 +15,7 @@ from .filter import lower_filter  # noqa: E402
 from .segmap import lower_map  # noqa: E402
 from .seghist import lower_reduce_by_index  # noqa: E402
 from .segred import lower_reduce  # noqa: E402
+from .scatter import lower_scatter  # noqa: E402
 from .segscan import lower_scan  # noqa: E402
 from .transpose import lower_transpose  # noqa: E402
 
@@ -23,5 +24,6 @@ SOAC_HANDLERS[_ir.Map] = lower_map
 SOAC_HANDLERS[_ir.Reduce] = lower_reduce
 SOAC_HANDLERS[_ir.Scan] = lower_scan
 SOAC_HANDLERS[_ir.Filter] = lower_filter
+SOAC_HANDLERS[_ir.Scatter] = lower_scatter
 # not a SOAC, but a copy that the shared lowering does with strided accesses
 SOAC_HANDLERS[_ir.Transpose] = lower_transpose

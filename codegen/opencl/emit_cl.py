@@ -51,8 +51,9 @@ chooses an algorithm; the semantics are emit_llvm.py's, node for node):
 - CopyMem: an element loop. NumThreads: PYSHARK_NUM_THREADS, which the host
   defines when it builds the program (the same value it uses itself).
 - GPU extension: Barrier is barrier(local | global fence); AtomicUpdate an
-  atomic_add (integer add), an atomic_xchg (a value that does not read the
-  old one) or a compare-and-swap loop; AtomicLoad a volatile load (on GPUs
+  atomic_add (integer add), an atomic_max (kir.atomic_max, 32-bit), an
+  atomic_xchg (a value that does not read the old one) or a compare-and-swap
+  loop; AtomicLoad a volatile load (on GPUs
   it bypasses the non-coherent L1). There is no fence across work-groups in
   OpenCL 1.2 (mem_fence is membar.cta on NVIDIA): kir.py has none.
 - Alloc and Free in a plain ParFor body use a per-work-item heap: the
@@ -492,8 +493,10 @@ class _KernelEmitter:
         out.append(f"{ind}}}")
 
     def atomic(self, s: K.AtomicUpdate, ind: str):
-        """An add of a 32/64-bit integer is atomic_add / atom_add; anything
-        else is a compare-and-swap loop on the element's bits."""
+        """An add of a 32/64-bit integer is atomic_add / atom_add, a 32-bit
+        kir.atomic_max is atomic_max (core OpenCL 1.1; the 64-bit atom_max
+        needs cl_khr_int64_extended_atomics, so a 64-bit max is the loop);
+        anything else is a compare-and-swap loop on the element's bits."""
         out = self.lines
         t = s.old.type
         wide = t.bits == 64
@@ -508,6 +511,11 @@ class _KernelEmitter:
             x = self.expr(v.y, ind)
             fn = "atom_add" if wide else "atomic_add"
             out.append(f"{ind}{old} = {fn}((volatile __{space} {C_TYPES[t.value]} *)({p} + {i}), {x});")
+            return
+        mx = K.atomic_max_operand(s)
+        if mx is not None and not wide:
+            x = self.expr(mx, ind)
+            out.append(f"{ind}{old} = atomic_max((volatile __{space} {C_TYPES[t.value]} *)({p} + {i}), {x});")
             return
         if s.old.name not in K.expr_vars(v):
             # a store that others may read or update at once: one exchange

@@ -459,8 +459,13 @@ def _h_scatter(it: I, e: ir.Scatter, env, loc):
     if (idxs.dtype.kind == "u"):
         ok &= idxs < n
     sel = idx[ok]
+    # last wins (LANGUAGE.md): numpy does not promise which of duplicate
+    # fancy-assignment indices wins, so keep only each index's last position
+    _, first_rev = np.unique(sel[::-1], return_index=True)
+    last = len(sel) - 1 - first_rev
+    pos = np.flatnonzero(ok)[last]
     for r, v in zip(res, vals):
-        r[sel] = v[ok]
+        r[sel[last]] = v[pos]
     return res
 
 

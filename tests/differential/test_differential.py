@@ -208,6 +208,9 @@ def test_histogram_and_scatter(arrays, n, data):
     unique = np.array(data.draw(st.lists(st.integers(-3, n + 3), unique=True, max_size=k)), dtype=np.int64)
     vals = np.full(len(unique), -1.5, dtype=np.float32)
     agree(arrays, "scatter_into", dest, unique, vals)
+    # duplicates: the last one wins on every backend (LANGUAGE.md)
+    ws32 = ws.astype(np.float32)
+    agree(arrays, "scatter_into", dest, idxs, ws32)
 
 
 @SETTINGS
