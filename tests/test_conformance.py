@@ -13,28 +13,27 @@ if not CONFORMANCE.is_dir():
     raise RuntimeError(f"conformance corpus not found at {CONFORMANCE}; set PYSHARK_CONFORMANCE "
                        f"to the folder holding the *.py and *.cases.json files")
 
-# Modules of today's contract changes, under CONFORMANCE / "pending" until the
-# corpus takes them in; each name is run exactly as the corpus is (every
-# backend, against the expected values and against Python mode). A plain
-# list: add your module's name (no ".py") on its own line.
+# Modules of today's contract changes (LANGUAGE.md 2026-11-25), under
+# CONFORMANCE / "pending" until the corpus takes them in; each is run exactly as
+# the corpus is (every backend, against the expected values and against Python
+# mode). A plain list: one module name (no ".py") per line.
 PENDING = [
+    "late_binding",
+    "functions_as_values",
+    "augmented_assign",
     "scatter_duplicates",
 ]
 
 BACKENDS = available_backends()
-# conformance modules of today's contract changes (LANGUAGE.md 2026-11-25), kept in
-# pending/ until every compiler implements them; run exactly like the top-level ones
-PENDING = ["late_binding", "functions_as_values", "augmented_assign"]
+for _name in PENDING:
+    if not (CONFORMANCE / "pending" / f"{_name}.py").is_file():
+        raise RuntimeError(f"pending conformance module {_name!r} not found under "
+                           f"{CONFORMANCE / 'pending'}; remove it from PENDING if the corpus "
+                           f"took it in")
 MODULES = testing.find_modules(CONFORMANCE) + [CONFORMANCE / "pending" / f"{name}.py"
                                                for name in PENDING]
 CASES = [c for m in MODULES for c in testing.load_cases(m)]
 assert CASES, f"no conformance cases found in {CONFORMANCE}"
-for _name in PENDING:
-    _path = CONFORMANCE / "pending" / f"{_name}.py"
-    if not _path.is_file():
-        raise RuntimeError(f"pending conformance module {_name!r} not found at {_path}; "
-                           f"remove it from PENDING if the corpus took it in")
-    CASES += testing.load_cases(_path)
 
 # The kir interpreter runs about a thousand elements a second, so a pending
 # case with an integer argument this large (a size chosen to pass the CPU's

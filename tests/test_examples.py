@@ -31,9 +31,7 @@ BACKENDS = available_backends()
 # Examples that use a feature of the 2026-11-25 contract change that main does not
 # implement yet; their tests are expected to fail until it lands. Keyed by module
 # stem (a compile error fails the whole module) or by (module, entry).
-NEEDS = {
-    ("bfs_step", "bfs_step"): "last-wins scatter with duplicate indices",
-}
+NEEDS: dict = {}
 
 
 # Python mode already has these (the prelude is the reference); only compiled code lacks them.

@@ -57,7 +57,7 @@ def dest_setup(lw: Lowerer, e, env, stm, what: str):
     m = dests[0].shape[0]
     for name, d, v in zip(e.dests, dests, vals):
         lw.check(S.b("eq", d.shape[0], m), "ShapeError",
-                 f"{what}: destination {name.name} has another length", stm.loc)
+                 f"{what}: destinations of lengths {{}} and {{}}", stm.loc, (m, d.shape[0]))
         for x, y in zip(d.shape[1:], getattr(v, "shape", ())[1:]):
             lw.check(S.lor(S.b("eq", n, ZERO), S.b("eq", x, y)), "ShapeError",
                      f"{what}: values have rows of another shape than the destination",

@@ -428,11 +428,10 @@ def _dest_setup(it: I, e, env, loc, what):
     n = res[0].shape[0]
     for d, r, a, v in zip(e.dests, res, e.vals, vals):
         if r.shape[0] != n:
-            raise ShapeError(f"{what}: destination {d.name} has length {r.shape[0]}, "
-                             f"expected {n}{_at(loc)}")
+            raise ShapeError(f"{what}: destinations of lengths {n} and {r.shape[0]}{_at(loc)}")
         if w > 0 and v.shape[1:] != r.shape[1:]:
-            raise ShapeError(f"{what}: values {a.name} have rows of shape {v.shape[1:]} "
-                             f"but {d.name} has rows of shape {r.shape[1:]}{_at(loc)}")
+            raise ShapeError(f"{what}: values have rows of shape {v.shape[1:]} but the "
+                             f"destination has rows of shape {r.shape[1:]}{_at(loc)}")
     return idxs, vals, res, n
 
 
