@@ -42,7 +42,8 @@ def _say(text: str) -> None:
 
 def list_devices() -> list:
     """Every OpenCL device a fresh process sees, with its probe verdict."""
-    cmd = [sys.executable, "-m", "pyshark.codegen.opencl.probe", "--list"]
+    from pyshark.codegen.opencl.probe import child_command
+    cmd = child_command("--list")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                               stdin=subprocess.DEVNULL)

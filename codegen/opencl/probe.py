@@ -5,7 +5,7 @@ A driver can list a device and still fail every program (PoCL 3.0 from the
 pocl-binary-distribution wheel on a CPU its LLVM 14 does not know: "unknown
 target CPU 'generic'", ../shared/TOOLCHAIN.md), and a broken driver can crash
 the process that builds. So the probe runs in a child process, one device at
-a time (`python -m pyshark.codegen.opencl.probe P:D FINGERPRINT`): it builds a
+a time (probe.child_command, with this process's sys.path): it builds a
 kernel that uses what PyShark's kernels use (local memory, a barrier, a
 32-bit atomic), runs it on an odd-sized range and checks every result. A
 device whose child fails, crashes or hangs is not usable, with the reason.
@@ -136,8 +136,17 @@ def verdicts(plats: list) -> dict:
     return out
 
 
+def child_command(*args: str) -> list:
+    """The command line that runs this module's _main(args) in a child with
+    this process's own sys.path (-P: not the child's working folder, where a
+    source checkout's pyshark/ would shadow the installed package)."""
+    code = (f"import sys; sys.path[:0] = {list(sys.path)!r}; "
+            f"from pyshark.codegen.opencl.probe import _main; sys.exit(_main(sys.argv[1:]))")
+    return [sys.executable, "-P", "-c", code, *args]
+
+
 def _probe_in_child(pi: int, di: int, key: str) -> dict:
-    cmd = [sys.executable, "-m", "pyshark.codegen.opencl.probe", f"{pi}:{di}", key]
+    cmd = child_command(f"{pi}:{di}", key)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT,
                               stdin=subprocess.DEVNULL)
