@@ -11,6 +11,7 @@ never owned, so the ownership check of in-place updates sees it.
 """
 from __future__ import annotations
 
+import builtins
 import dataclasses
 
 from ..core import ir
@@ -275,6 +276,17 @@ def lower_sum_product(c: PCall, op: str):
     return res
 
 
+def _empty_message(op: str) -> str:
+    """The running Python's own message for min()/max() of an empty sequence
+    ("max() arg is an empty sequence" in 3.11, "max() iterable argument is
+    empty" in 3.12): compiled code says what Python mode says."""
+    try:
+        getattr(builtins, op)([])
+    except ValueError as exc:
+        return str(exc)
+    return f"{op}() arg is an empty sequence"
+
+
 def lower_extreme(c: PCall, op: str):
     """ps.minimum / ps.maximum (and builtin min/max of one array): NaN
     propagates; an empty array raises what Python mode raises: ShapeError
@@ -284,7 +296,7 @@ def lower_extreme(c: PCall, op: str):
     xs, p = _numeric(c, c.name, True)
     what = {"min": "minimum", "max": "maximum"}[op]
     if c.qualname.startswith("builtins."):
-        n = _nonempty(c, xs, what, "ValueError", f"{op}() arg is an empty sequence")
+        n = _nonempty(c, xs, what, "ValueError", _empty_message(op))
     else:
         n = _nonempty(c, xs, what, "ShapeError")
     res = _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)

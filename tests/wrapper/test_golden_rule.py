@@ -171,9 +171,14 @@ def test_a_huge_python_int_for_a_float_parameter(wrappers):
 
 def test_builtin_min_max_of_an_empty_array_is_pythons_value_error(wrappers):
     same_everywhere(wrappers, "builtin_extremes", np.zeros(0, np.float32), raises=ValueError)
+    try:
+        min([])
+    except ValueError as exc:           # the running Python's words (they changed in 3.12)
+        words = str(exc)
     for w in wrappers.values():
-        with pytest.raises(ValueError, match=r"min\(\) arg is an empty sequence"):
+        with pytest.raises(ValueError) as info:
             w.builtin_extremes([])
+        assert str(info.value).startswith(words)
     same_everywhere(wrappers, "builtin_extremes", [3.0, -1.0, 2.0],
                     want=(np.float32(-1.0), np.float32(3.0)))
 
