@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import importlib
 
-#: peer name -> module (fastest-to-write first; the order of the table columns)
+#: peer name -> module (fastest-to-write first; the order of the table columns),
+#: relative to this package: benchmarks.peers in a checkout, pyshark.benchmarks.peers
+#: in an installed copy
 PEER_MODULES = {
-    "numpy": "benchmarks.peers.numpy_peers",
-    "numba": "benchmarks.peers.numba_peers",
-    "cupy": "benchmarks.peers.cupy_peers",
-    "cuda": "benchmarks.peers.cuda_peers",     # hand-written kernels through CuPy
+    "numpy": ".numpy_peers",
+    "numba": ".numba_peers",
+    "cupy": ".cupy_peers",
+    "cuda": ".cuda_peers",     # hand-written kernels through CuPy
 }
 
 
 def load_peer(name: str):
     """(module, None) when the peer imports here, else (None, why not)."""
     try:
-        return importlib.import_module(PEER_MODULES[name]), None
+        return importlib.import_module(PEER_MODULES[name], __package__), None
     except ImportError as exc:
         return None, f"{name} does not import ({exc})"
     except Exception as exc:          # e.g. CuPy present but no GPU or driver
