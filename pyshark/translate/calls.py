@@ -31,6 +31,28 @@ NON_VALUE_BUILTINS = {
 }
 
 
+
+#: numpy functions a kernel writer reaches for -> how the prelude says it
+#: (np.sum -> ps.sum and the other same-named ones are found by name)
+NUMPY_SPELLINGS = {
+    "empty": "ps.replicate(n, ps.f32(0))", "zeros": "ps.replicate(n, ps.f32(0))",
+    "ones": "ps.replicate(n, ps.f32(1))", "full": "ps.replicate(n, value)",
+    "zeros_like": "ps.replicate(len(xs), ps.f32(0))", "arange": "ps.iota(n)",
+    "float32": "ps.f32(x)", "float64": "ps.f64(x)", "int32": "ps.i32(x)", "int64": "ps.i64(x)",
+    "uint8": "ps.u8(x)", "uint32": "ps.u32(x)", "bool_": "bool(x)",
+    "max": "ps.maximum(xs), or ps.max(a, b) for two scalars",
+    "amax": "ps.maximum(xs)", "min": "ps.minimum(xs), or ps.min(a, b) for two scalars",
+    "amin": "ps.minimum(xs)", "maximum": "ps.max(a, b) (inside ps.map for arrays)",
+    "minimum": "ps.min(a, b) (inside ps.map for arrays)",
+    "cumsum": "ps.scan(lambda a, b: a + b, 0, xs)", "mean": "ps.sum(xs) / len(xs)",
+    "dot": "ps.sum(ps.map(lambda x, y: x * y, xs, ys))",
+    "where": "ps.map(lambda c, x, y: x if c else y, cs, xs, ys)",
+    "concatenate": "ps.concat(xs, ys)", "roll": "ps.rotate(-r, xs) (numpy.roll(xs, r))",
+    "bincount": "ps.reduce_by_index(ps.replicate(m, 0), lambda a, b: a + b, 0, idxs, ones)",
+    "reshape": "ps.unflatten(n, m, xs)", "ravel": "ps.flatten(xss)",
+    "array": "ps.array([...]) or a list", "asarray": "the array itself (arguments are arrays)",
+}
+
 def prelude():
     from . import prelude_calls
     return prelude_calls
@@ -92,8 +114,12 @@ def translate_call(ctx: Ctx, node: cst.Call) -> Value:
                 continue
             mod = q.split(".")[0]
             last = q.rsplit(".", 1)[-1]
-            hint = f"use ps.{last}" if pc.is_prelude_name(f"pyshark.prelude.{last}") else \
-                "only pyshark.prelude functions may be called"
+            if mod == "numpy" and last in NUMPY_SPELLINGS:
+                hint = f"the prelude spelling: {NUMPY_SPELLINGS[last]}"
+            elif pc.is_prelude_name(f"pyshark.prelude.{last}"):
+                hint = f"use ps.{last}"
+            else:
+                hint = "only pyshark.prelude functions may be called"
             raise ctx.error(func, f"call into non-prelude module '{mod}'; {hint}",
                             hint="import pyshark.prelude as ps")
         if isinstance(func, cst.Name):

@@ -118,6 +118,16 @@ class ModuleEnv:
                                  hint=f"write def {name}(...) -> ...: instead")
         if name in self.functions or name in self.records:
             raise self.src.error(st, f"'{name}' is already defined at module level")
+        if isinstance(value, cst.Call):
+            foreign = [q.split(".")[0] for q in self.src.qualified_names(value.func)
+                       if q.split(".")[0] not in ("pyshark", "builtins") and "<locals>" not in q]
+            if foreign:
+                raise self.src.error(
+                    value, f"'{name}' is computed by {foreign[0]} at module level: module-level "
+                           f"arrays are not allowed (module constants are scalars, tuples and "
+                           f"values of the prelude, fixed when the module is compiled)",
+                    hint=f"make {name} a parameter of the entries that use it ({name}: "
+                         f"ps.Array[ps.f64], say) and pass the array in when you call them")
         st_type = parse_type(self, value, quiet=True)
         if st_type is not None:
             self.aliases[name] = st_type

@@ -151,3 +151,30 @@ def test_entry_decorator_with_parentheses_rejected():
         def f(n: int) -> int:
             return n
         """, contains="@ps.entry takes no arguments")
+
+
+@pytest.mark.parametrize("call,spelling", [
+    ("np.sum(xs)", "use ps.sum"), ("np.empty(3)", "ps.replicate(n, ps.f32(0))"),
+    ("np.float32(0)", "ps.f32(x)"), ("np.cumsum(xs)", "ps.scan(lambda a, b: a + b, 0, xs)"),
+    ("np.max(xs)", "ps.maximum(xs)")])
+def test_a_numpy_call_names_the_prelude_spelling(call, spelling):
+    reject(f"""
+        import numpy as np
+
+        @ps.entry
+        def f(xs: ps.Array[ps.f32]) -> ps.f32:
+            y = {call}  # <-
+            return ps.f32(0)
+        """, contains=spelling)
+
+
+def test_a_module_level_numpy_array_says_how_to_pass_it_in():
+    err = reject("""
+        import numpy as np
+        WEIGHTS = np.ones(3)  # <-
+
+        @ps.entry
+        def f(xs: ps.Array[ps.f64]) -> ps.f64:
+            return ps.sum(xs)
+        """, contains="module-level arrays are not allowed")
+    assert "make WEIGHTS a parameter of the entries that use it" in str(err)
