@@ -9,10 +9,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from pyshark import CompileError, Wrapper
+from pyshark import CompileError
 from pyshark.testing import assert_close
 from pyshark.translate import translate_source
 from pyshark.wrapper import available_backends
+from translate_helpers import agrees_with_python, backend_wrappers, outcome
 
 KERNELS = '''
 import pyshark.prelude as ps
@@ -142,36 +143,8 @@ BACKENDS = available_backends()
 
 @pytest.fixture(scope="module")
 def wrappers(tmp_path_factory):
-    path = tmp_path_factory.mktemp("funv") / "fun_values_kernels.py"
-    path.write_text(textwrap.dedent(KERNELS))
-    out = {}
-    for b in BACKENDS:
-        w = Wrapper(backend=b)
-        w.add_source_file(path)
-        out[b] = w.compile_and_load()
-    return out
-
-
-def outcome(w, entry, args):
-    try:
-        with np.errstate(all="ignore"):
-            return w.invoke(entry, *args), None
-    except Exception as exc:      # noqa: BLE001 -- the exception is the outcome
-        return None, exc
-
-
-def agrees_with_python(wrappers, entry, *args):
-    """Every backend gives what Python mode gives (value and dtype, or the
-    same exception class); returns Python mode's outcome."""
-    want, want_exc = outcome(wrappers["python"], entry, args)
-    for b, w in wrappers.items():
-        got, exc = outcome(w, entry, args)
-        if want_exc is not None:
-            assert type(exc) is type(want_exc), f"{b}: {entry} gave {got!r} / {exc!r}, python {want_exc!r}"
-        else:
-            assert exc is None, f"{b}: {entry} raised {exc!r}"
-            assert_close(got, want)
-    return want, want_exc
+    return backend_wrappers(KERNELS, tmp_path_factory.mktemp("funv") / "fun_values_kernels.py",
+                            BACKENDS)
 
 
 SIZES = [0, 1, 7, 4099]

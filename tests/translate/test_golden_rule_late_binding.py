@@ -4,14 +4,12 @@ used, as in Python. Each loop-carried form runs in Python mode and on every
 compiled backend, and all of them must agree (the golden rule)."""
 from __future__ import annotations
 
-import textwrap
-
 import numpy as np
 import pytest
 
-from pyshark import Wrapper
 from pyshark.testing import assert_close
 from pyshark.wrapper import available_backends
+from translate_helpers import agrees_with_python as agrees, backend_wrappers
 
 KERNELS = '''
 import pyshark.prelude as ps
@@ -162,38 +160,15 @@ SIZES = [0, 1, 7, 4099, BIG]
 
 @pytest.fixture(scope="module")
 def wrappers(tmp_path_factory):
-    path = tmp_path_factory.mktemp("late") / "late_binding_kernels.py"
-    path.write_text(textwrap.dedent(KERNELS))
-    out = {}
-    for b in BACKENDS:
-        w = Wrapper(backend=b)
-        w.add_source_file(path)
-        out[b] = w.compile_and_load()
-    return out
-
-
-def outcome(w, entry, args):
-    try:
-        return w.invoke(entry, *args), None
-    except Exception as exc:      # noqa: BLE001 -- the exception is the outcome
-        return None, exc
+    return backend_wrappers(KERNELS, tmp_path_factory.mktemp("late") / "late_binding_kernels.py",
+                            BACKENDS)
 
 
 def agrees_with_python(wrappers, entry, *args):
-    """Every backend gives what Python mode gives (value and dtype, or the
-    same exception class); returns Python mode's result."""
-    want, want_exc = outcome(wrappers["python"], entry, args)
+    """translate_helpers.agrees_with_python, the interpreters (core, kir)
+    sitting out the largest size; returns Python mode's result."""
     big = any(isinstance(a, np.ndarray) and a.size >= BIG for a in args)
-    for b, w in wrappers.items():
-        if big and b in ("core", "kir"):
-            continue
-        got, exc = outcome(w, entry, args)
-        if want_exc is not None:
-            assert type(exc) is type(want_exc), f"{b}: {entry} gave {got!r} / {exc!r}, python {want_exc!r}"
-        else:
-            assert exc is None, f"{b}: {entry} raised {exc!r}"
-            assert_close(got, want)
-    return want
+    return agrees(wrappers, entry, *args, skip=("core", "kir") if big else ())[0]
 
 
 def test_the_python_backend_is_there():

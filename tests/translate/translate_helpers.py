@@ -45,3 +45,44 @@ def reject(body: str, line_mark: str = "# <-", contains: str = "") -> CompileErr
     if contains:
         assert contains in rendered, rendered
     return err
+
+
+# -- the golden rule over every backend (test_golden_rule_late_binding.py, ...) --------
+
+def backend_wrappers(kernels: str, path, backends) -> dict:
+    """{backend: loaded Wrapper} of the module text `kernels` written to `path`."""
+    from pyshark import Wrapper
+    path.write_text(textwrap.dedent(kernels))
+    out = {}
+    for b in backends:
+        w = Wrapper(backend=b)
+        w.add_source_file(path)
+        out[b] = w.compile_and_load()
+    return out
+
+
+def outcome(w, entry, args):
+    """(result, None) or (None, the exception) of one call."""
+    import numpy as np
+    try:
+        with np.errstate(all="ignore"):
+            return w.invoke(entry, *args), None
+    except Exception as exc:      # noqa: BLE001 -- the exception is the outcome
+        return None, exc
+
+
+def agrees_with_python(wrappers, entry, *args, skip=()):
+    """Every backend but those in `skip` gives what Python mode gives (value
+    and dtype, or the same exception class); returns Python mode's outcome."""
+    from pyshark.testing import assert_close
+    want, want_exc = outcome(wrappers["python"], entry, args)
+    for b, w in wrappers.items():
+        if b in skip:
+            continue
+        got, exc = outcome(w, entry, args)
+        if want_exc is not None:
+            assert type(exc) is type(want_exc), f"{b}: {entry} gave {got!r} / {exc!r}, python {want_exc!r}"
+        else:
+            assert exc is None, f"{b}: {entry} raised {exc!r}"
+            assert_close(got, want)
+    return want, want_exc
