@@ -297,9 +297,16 @@ def _struct_array(st: SArray, k: int, base, value, where: Where, lenient: bool):
             raise TypeError(f"{where}: expected {len(fields)} fields per element ({base!r}), "
                             f"got a TupleArray with {len(value.fields)} fields")
         rank = getattr(value, "rank", k)
-        if rank != k:
-            raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-{rank} TupleArray")
         columns = value.fields
+        if lenient and rank < k and 0 in value.shape and all(isinstance(f, np.ndarray)
+                                                               for f in columns):
+            # Python mode's empty map of tuple rows has no row to show the inner
+            # dimensions: they are 0, as for an empty array of scalars (_pad_empty)
+            columns = [f if f.ndim >= k else
+                       np.zeros(f.shape[:rank] + (0,) * (k - rank) + f.shape[rank:], f.dtype)
+                       for f in columns]
+        elif rank != k:
+            raise TypeError(f"{where}: expected a rank-{k} array of {base!r}, got a rank-{rank} TupleArray")
         names = getattr(getattr(value, "make", None), "_fields", None)
         if names is not None:
             by_name = dict(zip(names, columns))

@@ -205,16 +205,24 @@ def lower_zip(c: PCall):
 
 
 def lower_unzip(c: PCall):
+    """ps.unzip(xs): the field arrays of an array (of any rank) of tuples or
+    records; a 2-D array of pairs gives two 2-D arrays. The parts are
+    already one array per field (struct of arrays): only the types change."""
     c.count(1, usage="ps.unzip(xs)")
     xs = c.array(0, "an array of tuples or records as its argument")
-    st = xs.stype.elem
+    st, depth = xs.stype.elem, 1
+    while isinstance(st, SArray):
+        st, depth = st.elem, depth + 1
     if not isinstance(st, (STuple, SRecord)):
         raise c.error(0, f"ps.unzip needs an array of tuples or records, not {describe(xs)}")
     fields = st.elems if isinstance(st, STuple) else st.field_types
     out, k = [], 0
     for ft in fields:
         n = len(flatten_stype(ft))
-        out.append(view_array(SArray(ft), xs.parts[k:k + n], xs))
+        t = ft
+        for _ in range(depth):
+            t = SArray(t)
+        out.append(view_array(t, xs.parts[k:k + n], xs))
         k += n
     return TupleV(tuple(out))
 

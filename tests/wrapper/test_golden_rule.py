@@ -197,3 +197,19 @@ def test_int_of_finite_floats_truncates(wrappers):
     same_everywhere(wrappers, "to_python_int", -3.7, want=-3)
     same_everywhere(wrappers, "to_python_ints", np.array([1.5, -2.5, 0.0], np.float32),
                     want=np.array([2, -4, 0], np.int64))
+
+
+@pytest.mark.parametrize("shape", [(5, 7), (1, 1), (0, 3), (3, 0)])
+def test_unzip_of_a_2d_array_of_tuples(wrappers, shape):
+    xss = np.arange(int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    pairs = np.zeros(shape, dtype=[("f0", np.float32), ("f1", np.float32)])
+    pairs["f0"], pairs["f1"] = xss, xss + 1
+    want = (xss, xss + 1) if 0 not in shape else None
+    for w in wrappers.values():
+        a, b = w.unzip_rows(pairs)
+        assert a.shape == b.shape and a.ndim == 2
+        if want is not None:
+            assert_close((a, b), want)
+    same_everywhere(wrappers, "unzip_then_sum", xss, want=(xss.sum(axis=1) * 3).astype(np.float32))
+    if 0 not in shape:
+        same_everywhere(wrappers, "unzip_rows", wrappers["python"].pair_rows(xss), want=want)

@@ -153,3 +153,22 @@ def to_python_int(x: ps.f64) -> int:
 @ps.entry
 def to_python_ints(xs: ps.Array[ps.f32]) -> ps.Array[int]:
     return ps.map(lambda x: int(x) * 2, xs)
+
+
+# -- issue 15, item 6: ps.unzip of a 2-D array of tuples ----------------------------------
+
+@ps.entry
+def pair_rows(xss: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[tuple[ps.f32, ps.f32]]]:
+    return ps.map(lambda xs: ps.map(lambda x: (x, x + 1.0), xs), xss)
+
+
+@ps.entry
+def unzip_rows(xss: ps.Array[ps.Array[tuple[ps.f32, ps.f32]]]
+               ) -> tuple[ps.Array[ps.Array[ps.f32]], ps.Array[ps.Array[ps.f32]]]:
+    return ps.unzip(xss)
+
+
+@ps.entry
+def unzip_then_sum(xss: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.f32]:
+    a, b = ps.unzip(ps.map(lambda xs: ps.map(lambda x: (x, x * 2.0), xs), xss))
+    return ps.map(lambda r, s: ps.sum(r) + ps.sum(s), a, b)
