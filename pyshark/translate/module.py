@@ -119,8 +119,11 @@ class ModuleEnv:
         if name in self.functions or name in self.records:
             raise self.src.error(st, f"'{name}' is already defined at module level")
         if isinstance(value, cst.Call):
+            # a call into an imported module (numpy.ones -> "numpy"); the
+            # module's own records and functions have dotless qualified names
             foreign = [q.split(".")[0] for q in self.src.qualified_names(value.func)
-                       if q.split(".")[0] not in ("pyshark", "builtins") and "<locals>" not in q]
+                       if "." in q and q.split(".")[0] not in ("pyshark", "builtins")
+                       and "<locals>" not in q]
             if foreign:
                 raise self.src.error(
                     value, f"'{name}' is computed by {foreign[0]} at module level: module-level "
