@@ -136,7 +136,48 @@ def coerce(v: Value, st: SType, src, node: cst.CSTNode, *, strict: bool, what: s
         if v.stype == st:
             return v
     got = value_stype(v)
-    raise src.error(node, f"{what} must be {type_name(st)}, not {type_name(got)}")
+    raise src.error(node, f"{what} must be {type_name(st)}, not {type_name(got)}",
+                    hint=mismatch_hint(got, st, src.code(node)))
+
+
+def _rank(st: SType) -> int:
+    return 1 + _rank(st.elem) if isinstance(st, SArray) else 0
+
+
+def _base(st: SType) -> SType:
+    return _base(st.elem) if isinstance(st, SArray) else st
+
+
+def _map_convert(rank: int, conv: str, code: str) -> str:
+    """ps.map(conv, code), nested under lambdas for each extra dimension."""
+    if rank == 1:
+        return f"ps.map({conv}, {code})"
+    row = f"r{rank - 1}"
+    return f"ps.map(lambda {row}: {_map_convert(rank - 1, conv, row)}, {code})"
+
+
+def mismatch_hint(got: SType, want: SType, code: str) -> str:
+    """What to write when a value of type `got` is where `want` is expected.
+
+    Names the prelude spelling that converts (a reduction for an array where
+    a number is expected, ps.map of a scalar type for another element type)
+    and, as the other way out, the annotation that the value already has.
+    """
+    annotate = f"or change the annotation to {type_name(got)}"
+    if isinstance(got, SArray) and not isinstance(want, SArray):
+        return (f"reduce the array to one value (ps.sum({code}), ps.reduce(op, ne, {code})), "
+                + annotate)
+    if isinstance(want, SArray) and not isinstance(got, SArray):
+        return f"ps.replicate(n, {code}) makes an array of it, " + annotate
+    if isinstance(got, SArray) and isinstance(want, SArray):
+        if _rank(got) == _rank(want) and isinstance(_base(want), SScalar) \
+                and isinstance(_base(got), SScalar):
+            return f"convert element-wise with {_map_convert(_rank(want), type_name(_base(want)), code)}, " \
+                + annotate
+        if _rank(got) > _rank(want):
+            return f"ps.flatten({code}) removes one dimension, " + annotate
+        return annotate
+    return annotate
 
 
 def weak_retyped(v: Value, st: SType):

@@ -22,7 +22,7 @@ from ..core import ir
 from ..core import ops as core_ops
 from ..core.types import BOOL, F32, F64, I64, ScalarType
 from .coerce import const_fits, const_text, const_value, harden, weak_to
-from .pynum import binop_py, check_binop, unop_py
+from .pynum import binop_py, check_binop, unop_py, zero_division_message
 from .values import ArrayV, ScalarV, Value, py_join, type_name, weak
 
 ARITH = {"add", "sub", "mul", "truediv", "floordiv", "mod", "pow"}
@@ -148,7 +148,8 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
     elif op in ("land", "lor"):
         py = py_join(x.py, y.py)    # Python's `and`/`or` give one of the operands
     else:
-        check_binop(ctx, op, *written, node, x_node, y_node)
+        if check_binop(ctx, op, *written, node, x_node, y_node):
+            _check_python_divisor(ctx, op, written, y, node)
         py = binop_py(op, *written)
     if op == "truediv":
         if not t.is_float:
@@ -156,6 +157,16 @@ def binop(ctx, op: str, x: Value, y: Value, node: cst.CSTNode,
         op = "div"
     loc = ctx.loc(node)
     return ScalarV(ctx.b.bind1(ir.BinOp(op, x.atom, y.atom), "t", loc), py=py)
+
+
+def _check_python_divisor(ctx, op: str, written, y: ScalarV, node) -> None:
+    """Python raises ZeroDivisionError for `/` (and float `//`, `%`) of two
+    Python numbers where numpy gives inf/nan: a run-time check does the
+    same in compiled code (pynum.check_binop)."""
+    loc = ctx.loc(node)
+    nonzero = ctx.b.bind1(ir.BinOp("ne", y.atom, ir.Const(y.type.dtype.type(0).item(), y.type)),
+                          "nonzero", loc)
+    ctx.b.emit(ir.Assert(nonzero, zero_division_message(op, *written), "ZeroDivisionError"), (), loc)
 
 
 _PY_UNFOLD = {"neg": operator.neg, "bnot": operator.invert, "not": operator.not_}

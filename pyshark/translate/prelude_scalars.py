@@ -37,8 +37,8 @@ def lower_conversion(c: PCall, t: ScalarType):
                       hint=f"convert element by element: ps.map(lambda x: {c.name}(x), xs)")
     x = c.scalar(0)
     builtin = c.qualname.startswith("builtins.")
-    if not builtin:
-        check_conversion(c.ctx, x, t, c.arg_node(0), c.name)
+    if not builtin and check_conversion(c.ctx, x, t, c.arg_node(0), c.name):
+        _check_numpy_int(c, x, t)
     # int(x), float(x), bool(x) give Python numbers (of a constant, or of a
     # numpy value: pynum.runtime_py); ps.f32(x) a numpy scalar
     py = False
@@ -49,7 +49,7 @@ def lower_conversion(c: PCall, t: ScalarType):
     return convert(c.ctx, t, x, c.arg_node(0), py=py)
 
 
-def _check_python_int(c: PCall, x: ScalarV) -> None:
+def _check_python_int(c: PCall, x: ScalarV, bounds: bool = True) -> None:
     """int(x) of a float raises what Python raises: ValueError for nan,
     OverflowError for an infinity. A finite value beyond int64 is a Python
     int in Python mode (outside the golden rule, as int arithmetic beyond
@@ -61,11 +61,36 @@ def _check_python_int(c: PCall, x: ScalarV) -> None:
     inf = bind(ir.UnOp("isinf", x.atom), "isinf")
     c.emit_assert(bind(ir.UnOp("not", inf), "finite"), "cannot convert float infinity to integer",
                   "OverflowError")
+    if not bounds:
+        return
     lo = bind(ir.BinOp("ge", x.atom, ir.Const(-2.0 ** 63, x.type)), "lo")
     hi = bind(ir.BinOp("lt", x.atom, ir.Const(2.0 ** 63, x.type)), "hi")
     c.emit_assert(bind(ir.BinOp("land", lo, hi), "fits"),
                   "the float is out of the range of the 64-bit int compiled code computes with",
                   "OverflowError")
+
+
+def _check_numpy_int(c: PCall, x: ScalarV, t: ScalarType) -> None:
+    """numpy 2's `t(x)` of a Python number x: int(x) first (a float: ValueError
+    for nan, OverflowError for an infinity), then OverflowError where the
+    integer does not fit t, where converting a numpy value wraps. A float
+    fits exactly when min - 1 < x < max + 1 (its truncation is in range);
+    both bounds are exact in f64 for every integer type but the 64-bit
+    ones, whose bounds are powers of two."""
+    bind = c.bind1
+    info = np.iinfo(t.dtype)
+    lo, hi = int(info.min), int(info.max)
+    if x.type.is_float:
+        _check_python_int(c, x, bounds=False)
+        xf = x.atom if x.type is F64 else bind(ir.Convert(F64, x.atom), "x")
+        lo_ok = ir.BinOp("ge", xf, ir.Const(float(lo), F64)) if lo == -2 ** 63 else \
+            ir.BinOp("gt", xf, ir.Const(float(lo - 1), F64))
+        hi_ok = ir.BinOp("lt", xf, ir.Const(float(hi + 1), F64))
+    else:
+        lo_ok = ir.BinOp("ge", x.atom, ir.Const(max(lo, -2 ** 63), x.type))
+        hi_ok = ir.BinOp("le", x.atom, ir.Const(min(hi, 2 ** 63 - 1), x.type))
+    fits = bind(ir.BinOp("land", bind(lo_ok, "lo"), bind(hi_ok, "hi")), "fits")
+    c.emit_assert(fits, f"Python integer out of bounds for {t.dtype.name}", "OverflowError")
 
 
 def lower_math_unary(c: PCall, op: str):

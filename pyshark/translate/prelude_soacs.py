@@ -109,7 +109,9 @@ def _values_like(c: PCall, i: int, dest, what: str):
     if vals.stype.elem != dest.stype.elem:
         raise c.error(i, f"the {what} of {c.name} must have the destination's element type "
                          f"{type_name(dest.stype.elem)}, not {type_name(vals.stype.elem)}",
-                      hint="convert them with ps.map")
+                      hint=f"convert them with ps.map({type_name(dest.stype.elem)}, ...), or build "
+                           f"the destination with {type_name(vals.stype.elem)} elements "
+                           f"(e.g. ps.replicate(n, {type_name(vals.stype.elem)}(0)))")
     return vals
 
 

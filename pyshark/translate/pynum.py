@@ -38,12 +38,15 @@ golden rule and is not checked.
 
 Run-time values that are Python numbers in Python mode too -- `len(...)`,
 `int(x)` and `float(x)` of a numpy value, `range`/`enumerate` indices,
-builtin `sum` of an empty array -- are typed i64/f64 by LANGUAGE.md and are
-treated as numpy values here (RUNTIME_PYTHON_NUMBERS is off): the same
-divergences exist for them (`float(s) / float(len(xs))` on an empty array
-raises ZeroDivisionError in Python mode and gives nan compiled), but closing
-them rejects programs of the conformance corpus, so it needs a decision on
-LANGUAGE.md first. Turning the switch on marks them too.
+builtin `sum` of an empty array, and arithmetic on these and constants --
+have the PyInfo RUNTIME. Nothing about them is rejected: `/` (and float `//`
+and `%`) of two of them gets a run-time check that raises ZeroDivisionError
+as Python does (`float(s) / float(len(xs))` of an empty `xs`), and a numpy
+conversion of one gets run-time checks that raise what numpy 2 raises
+(`ps.i32(i)` of a range index beyond int32: OverflowError). The other
+divergences (a negative exponent or shift count, an int-float comparison
+beyond 2**53) are left as docs/language.md says: they would reject common
+programs such as `2 ** i` over a range.
 """
 from __future__ import annotations
 
@@ -56,16 +59,11 @@ import libcst as cst
 from ..core import ops as _core_ops
 
 from ..core.types import I64, ScalarType
-from .values import MAX_PY_VALUES, ScalarV, py_values, type_name
+from .values import MAX_PY_VALUES, RUNTIME, ScalarV, py_values, type_name
 
-#: whether len(), int()/float() of numpy values, range/enumerate indices and builtin
-#: sum are treated as Python numbers (see the module docstring)
-RUNTIME_PYTHON_NUMBERS = False
-
-
-def runtime_py() -> bool:
-    """The py flag of a run-time value that is a Python number in Python mode."""
-    return RUNTIME_PYTHON_NUMBERS
+def runtime_py():
+    """The PyInfo of a run-time value that is a Python number in Python mode."""
+    return RUNTIME
 
 
 COMPARE = set(_core_ops.COMPARISONS)
@@ -99,9 +97,6 @@ INT_FLOAT_COMPARE = ("for an int and a float beyond 2**53", "compares them exact
 
 def what_python_numbers() -> str:
     """How messages say which values are plain Python numbers."""
-    if RUNTIME_PYTHON_NUMBERS:
-        return ("(constants, len(), int(), float(), range and enumerate indices, or values "
-                "computed only from these)")
     return "(constants, or values computed only from constants)"
 
 
@@ -221,6 +216,8 @@ def binop_py(op: str, x: ScalarV, y: ScalarV):
     number only when both operands may be; its values where theirs are known."""
     if not (x.py and y.py):
         return False
+    if RUNTIME in (x.py, y.py) and True not in (x.py, y.py):
+        return RUNTIME
     xs, ys = _values(x), _values(y)
     if xs is None or ys is None or op not in _PY_OPS or len(xs) * len(ys) > MAX_PY_VALUES ** 2:
         return True
@@ -270,16 +267,23 @@ def _error(ctx, node, message: str, hint: str, summary: str):
     return err
 
 
-def check_binop(ctx, op: str, x: ScalarV, y: ScalarV, node, x_node=None, y_node=None) -> None:
+def check_binop(ctx, op: str, x: ScalarV, y: ScalarV, node, x_node=None, y_node=None) -> bool:
     """A located error when `x op y` may differ between Python mode and
     compiled code because both operands may be plain Python numbers. It is
     located at the operand the hint converts: one that is not a constant,
-    the right one when neither is."""
+    the right one when neither is.
+
+    Where an operand is a run-time Python number (PyInfo RUNTIME), nothing
+    is rejected: a possibly zero divisor returns True, and the caller emits
+    a run-time check that raises ZeroDivisionError as Python does; the other
+    divergences are left as documented (docs/language.md)."""
     if not (x.py and y.py):
-        return
+        return False
     why = binop_divergence(op, x, y, x.type.is_float or y.type.is_float)
     if why is None:
-        return
+        return False
+    if RUNTIME in (x.py, y.py):
+        return why is ZERO_DIVISOR
     when, python, numpy = why
     v, n = (x, x_node or node) if y.weak else (y, y_node or node)
     sym = SYMBOL.get(op, op)
@@ -290,6 +294,18 @@ def check_binop(ctx, op: str, x: ScalarV, y: ScalarV, node, x_node=None, y_node=
                  hint=f"make this operand a numpy value: write {type_name(v.type)}({code})",
                  summary=f"'{ctx.src.code(node)}' differs: {when}, Python {python} while numpy "
                          f"and compiled code {numpy}")
+
+
+def zero_division_message(op: str, x: ScalarV, y: ScalarV) -> str:
+    """The message of the ZeroDivisionError that Python raises for `x op 0`
+    of Python numbers of these kinds, as this Python words it."""
+    a = 1.0 if x.type.is_float else 1
+    b = 0.0 if y.type.is_float else 0
+    try:
+        _PY_OPS[op](a, b)
+    except ZeroDivisionError as e:
+        return str(e)
+    return "division by zero"
 
 
 def conversion_divergence(x: ScalarV, t: ScalarType) -> Optional[str]:
@@ -322,12 +338,16 @@ def _fits(s: ScalarType, t: ScalarType) -> bool:
     return b.min <= a.min and a.max <= b.max
 
 
-def check_conversion(ctx, x: ScalarV, t: ScalarType, node: cst.CSTNode, name: str) -> None:
+def check_conversion(ctx, x: ScalarV, t: ScalarType, node: cst.CSTNode, name: str) -> bool:
     """A located error when `name(x)` (a prelude type) may differ between
-    Python mode and compiled code because x may be a plain Python number."""
+    Python mode and compiled code because x may be a plain Python number.
+    For a run-time Python number (PyInfo RUNTIME) it returns True instead:
+    the caller emits the run-time checks that raise what numpy 2 raises."""
     does = conversion_divergence(x, t)
     if does is None:
-        return
+        return False
+    if x.py is RUNTIME:
+        return True
     code = ctx.src.code(node)
     kind = "float" if x.type.is_float else "int"
     raise _error(ctx, node, f"the argument of {name}(...) may be a plain Python {kind} in Python "

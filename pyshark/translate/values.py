@@ -21,9 +21,21 @@ from ..core.types import (
 
 
 # PyInfo: what is known about an atom being a plain Python number in Python
-# mode: False (a numpy value), True (may be a Python number), or a non-empty
-# frozenset (may be a Python number, and then one of these values).
+# mode: False (a numpy value), True (may be a Python number), RUNTIME (may be
+# a Python number computed at run time: len(), int()/float() of a numpy
+# value, a range index, and arithmetic on those and constants), or a
+# non-empty frozenset (may be a Python number, and then one of these values).
 MAX_PY_VALUES = 16
+
+
+class _RuntimeNumber:
+    """The PyInfo RUNTIME (see above): truthy, values unknown."""
+
+    def __repr__(self) -> str:
+        return "RUNTIME"
+
+
+RUNTIME = _RuntimeNumber()
 
 
 def py_join(a, b):
@@ -34,6 +46,8 @@ def py_join(a, b):
         return a
     if a is True or b is True:
         return True
+    if a is RUNTIME or b is RUNTIME:
+        return RUNTIME
     u = a | b
     return u if len(u) <= MAX_PY_VALUES else True
 
@@ -41,7 +55,7 @@ def py_join(a, b):
 def py_widen(old, new):
     """new (which includes old) for a loop's next try: a set that grows
     becomes True, so that the retries end."""
-    if new == old or not old:
+    if new == old or not old or new is RUNTIME:
         return new
     return True
 

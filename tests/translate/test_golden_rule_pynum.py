@@ -436,18 +436,80 @@ def test_float_powers_that_cannot_overflow(accepted):
 # Values computed at run time
 
 
-def test_run_time_python_numbers_are_not_checked_by_default(monkeypatch):
-    """len(), int(), float() of numpy values and range indices are Python
-    numbers in Python mode too (LANGUAGE.md types them i64/f64); closing
-    their divergences would reject programs of the conformance corpus, so
-    pynum.RUNTIME_PYTHON_NUMBERS is off. `mean([])` below raises
-    ZeroDivisionError in Python mode and gives nan compiled."""
-    from pyshark.translate import pynum
-    body = """
-        @ps.entry
-        def mean(xs: ps.Array[ps.i32]) -> float:
-            return float(ps.sum(xs)) / float(len(xs))  # <-
-        """
-    compile_src(body)
-    monkeypatch.setattr(pynum, "RUNTIME_PYTHON_NUMBERS", True)
-    reject(body, contains="(constants, len(), int(), float(), range and enumerate indices")
+RUN_TIME = """
+    @ps.entry
+    def mean(xs: ps.Array[ps.i32]) -> float:
+        return float(ps.sum(xs)) / float(len(xs))
+
+    @ps.entry
+    def floor_mod(a: ps.f64, b: ps.i64) -> tuple[float, float]:
+        y = float(b)
+        return (float(a) // y, float(a) % y)
+
+    @ps.entry
+    def int_div(xs: ps.Array[ps.f32], k: ps.i64) -> float:
+        return len(xs) / int(k)
+
+    @ps.entry
+    def scaled_indices(n: int) -> ps.Array[ps.i32]:
+        out = ps.replicate(n, ps.i32(0))
+        for i in range(n):
+            out[i] = ps.i32(i * 1000000)
+        return out
+
+    @ps.entry
+    def to_u8(x: ps.f64) -> ps.u8:
+        return ps.u8(float(x))
+
+    @ps.entry
+    def to_i64(x: ps.f32) -> ps.i64:
+        return ps.i64(float(x))
+
+    @ps.entry
+    def powers_of_two(n: int) -> int:
+        s = 0
+        for i in range(n):
+            s = s + 2 ** i
+        return s
+    """
+
+
+@pytest.fixture(scope="module")
+def run_time(tmp_path_factory):
+    return load(tmp_path_factory.mktemp("pynum-run-time"), RUN_TIME,
+                backends=[b for b in ("python", "core", "cpu", "opencl") if b in available_backends()])
+
+
+def test_a_run_time_python_divisor_of_zero_raises_zero_division_everywhere(run_time):
+    """len(), int()/float() of numpy values and range indices are Python
+    numbers in Python mode: `/` (and float `//`, `%`) of two of them raises
+    ZeroDivisionError there, so compiled code checks the divisor at run time
+    (issue 15 item 11a; conformance/conversions.py mean_i32 is this program)."""
+    same_everywhere(run_time, "mean", np.zeros(0, np.int32), raises=ZeroDivisionError)
+    same_everywhere(run_time, "mean", np.arange(4, dtype=np.int32), want=1.5)
+    same_everywhere(run_time, "floor_mod", 1.0, 0, raises=ZeroDivisionError)
+    same_everywhere(run_time, "floor_mod", -7.0, 2, want=(-4.0, 1.0))
+    same_everywhere(run_time, "floor_mod", 7.0, -0, raises=ZeroDivisionError)
+    same_everywhere(run_time, "int_div", np.ones(3, np.float32), 0, raises=ZeroDivisionError)
+    same_everywhere(run_time, "int_div", np.ones(3, np.float32), 2, want=1.5)
+    for b, w in run_time.items():
+        with pytest.raises(ZeroDivisionError, match="float division by zero"):
+            w.invoke("mean", np.zeros(0, np.int32))
+
+
+def test_a_numpy_conversion_of_a_run_time_python_number_raises_what_numpy_raises(run_time):
+    same_everywhere(run_time, "scaled_indices", 3, want=np.array([0, 10 ** 6, 2 * 10 ** 6], np.int32))
+    same_everywhere(run_time, "scaled_indices", 2200, raises=OverflowError)
+    same_everywhere(run_time, "to_u8", 255.9, want=255)
+    same_everywhere(run_time, "to_u8", -0.5, want=0)
+    for bad, exc in ((256.0, OverflowError), (-1.0, OverflowError), (math.nan, ValueError),
+                     (math.inf, OverflowError), (-math.inf, OverflowError)):
+        same_everywhere(run_time, "to_u8", bad, raises=exc)
+    same_everywhere(run_time, "to_i64", np.float32(-2.0 ** 63), want=-2 ** 63)
+    same_everywhere(run_time, "to_i64", np.float32(2.0 ** 63), raises=OverflowError)
+
+
+def test_other_divergences_of_run_time_python_numbers_are_left_as_documented(run_time):
+    """`2 ** i` for a range index is accepted (Python gives a float for a
+    negative i, compiled code raises ValueError; docs/language.md says so)."""
+    same_everywhere(run_time, "powers_of_two", 10, want=1023)

@@ -219,3 +219,48 @@ def test_unexpected_exception_becomes_located_internal_error(monkeypatch):
             assert x > 0, "positive"  # <-
             return x
         """, contains="internal error: RuntimeError: boom")
+
+
+def test_array_returned_where_a_number_is_declared_hints_a_reduction():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.f32]) -> ps.f32:
+            return xs
+        """)
+    assert "must be ps.f32, not ps.Array[ps.f32]" in err.message
+    assert "ps.sum(xs)" in err.hint and "ps.Array[ps.f32]" in err.hint
+
+
+def test_array_of_another_element_type_returned_hints_an_element_wise_conversion():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f64]]:
+            return xs
+        """)
+    assert "ps.map(lambda r1: ps.map(ps.f64, r1), xs)" in err.hint
+    # the hint's conversion is itself a program the translator accepts
+    got = run("""
+        @ps.entry
+        def f(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f64]]:
+            return ps.map(lambda r1: ps.map(ps.f64, r1), xs)
+        """, "f", np.ones((2, 3), np.float32))
+    assert got.dtype == np.float64 and got.shape == (2, 3)
+
+
+def test_number_returned_where_an_array_is_declared_hints_replicate():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+            return ps.sum(xs)
+        """)
+    assert "ps.replicate(n, ps.sum(xs))" in err.hint
+
+
+def test_reduce_by_index_dtype_hint_names_both_arguments_that_can_change():
+    err = reject("""
+        @ps.entry
+        def f(xs: ps.Array[ps.f32], idx: ps.Array[ps.i64]) -> ps.Array[ps.f64]:
+            return ps.reduce_by_index(ps.replicate(10, 0.0), lambda a, b: a + b, 0.0, idx, xs)
+        """)
+    assert "destination's element type ps.f64, not ps.f32" in err.message
+    assert "ps.map(ps.f64, ...)" in err.hint and "ps.replicate(n, ps.f32(0))" in err.hint
