@@ -11,6 +11,8 @@ also checked with it (function_summary), which gives the result's PyInfos.
 """
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -24,7 +26,8 @@ from .builder import Builder, NameGen
 from .coerce import coerce
 from .context import Ctx, Frame, FunState, LocalDef, Scope
 from .scoping import check_no_code_after_return, local_names
-from .values import ArrayV, FunV, ScalarV, TupleV, Value, flatten_value, py_flags, rebuild_value
+from .values import (RUNTIME, ArrayV, FunV, ScalarV, TupleV, Value, flatten_value, py_flags,
+                     rebuild_value)
 
 
 def _arg_nodes(node, n: int) -> list:
@@ -164,9 +167,11 @@ class TopFunV(UserFunV):
             v = coerce(v, st, ctx.src, an, strict=True, what=f"argument '{pname}' of '{self.name}'")
             values.append(v)
             atoms += flatten_value(v)
+        check_list_arguments(ctx, self.top, values, arg_nodes)
         ret_py = call_summary(ctx, self.top, values, arg_nodes, node)
         ret = tuple(flatten_stype(self.top.ret))
-        outs = ctx.b.bind(ir.Call(self.name, tuple(atoms), ret), self.name, ctx.loc(node))
+        fn = specialization(ctx.env, self.top, [f for v in values for f in py_flags(v)])
+        outs = ctx.b.bind(ir.Call(fn, tuple(atoms), ret), self.name, ctx.loc(node))
         return rebuild_value(self.top.ret, outs, 0, py=ret_py)
 
 
@@ -237,9 +242,10 @@ def translate_local_def(ctx: Ctx, node: cst.FunctionDef) -> None:
 # Top-level functions
 
 
-def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None):
+def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None, lists: tuple = ()):
     """The body of a top-level def: (parameter Vars, Builder, returned value).
-    `pattern` gives the PyInfos of the parameters' atoms (None: numpy values)."""
+    `pattern` gives the PyInfos of the parameters' atoms (None: numpy values);
+    `lists` says which parameters are Python lists in Python mode."""
     from .stmts import block_stmts, translate_block
     names = NameGen()
     b = Builder(names)
@@ -247,14 +253,17 @@ def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None):
     check_no_code_after_return(env.src, top.node)
     scope = Scope(boundary=True, local_names=local_names(env.src, top.node, env))
     params = []
-    for pname, st, _ in top.params:
+    for k, (pname, st, _) in enumerate(top.params):
         vs = [b.var(t, pname) for t in flatten_stype(st)]
         flags = None
         if pattern is not None:
             flags = pattern[len(params):len(params) + len(vs)]
         params += vs
         fs.param_vars.update({v.name: pname for v in vs})
-        scope.set(pname, rebuild_value(st, vs, 0, py=flags))
+        value = rebuild_value(st, vs, 0, py=flags)
+        if k < len(lists) and lists[k] and isinstance(value, ArrayV):
+            value = dataclasses.replace(value, from_list=True)
+        scope.set(pname, value)
     frame = Frame(top.name, top.ret, top.node)
     ctx = Ctx(env, env.src, b, scope, fs, frame)
     v = translate_block(ctx, block_stmts(top.node.body), True)
@@ -263,12 +272,33 @@ def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None):
     return params, b, v
 
 
-def translate_fundef(env, top) -> ir.FunDef:
-    params, b, v = _translate_top(env, top)
-    env.summaries.setdefault((top.name, (False,) * len(params)), Summary(py_flags(v), None))
+def translate_fundef(env, top, pattern=None, name=None) -> ir.FunDef:
+    """The FunDef of a top-level def; with a `pattern` (PyInfos of the
+    parameters' atoms), the specialization `name` for those arguments."""
+    params, b, v = _translate_top(env, top, pattern)
+    if pattern is None:
+        env.summaries.setdefault((top.name, (False,) * len(params)), Summary(py_flags(v), None))
     body = b.body(flatten_value(v))
-    return ir.FunDef(top.name, tuple(params), tuple(flatten_stype(top.ret)), body,
+    return ir.FunDef(name or top.name, tuple(params), tuple(flatten_stype(top.ret)), body,
                      env.src.loc(top.node.name))
+
+
+def specialization(env, top, flags) -> str:
+    """The name of the FunDef a call of `top` with arguments of PyInfos
+    `flags` uses. Arguments that are run-time Python numbers in Python mode
+    (RUNTIME: len(), float(x), a range index) get a copy of the def in which
+    they are such numbers too, so that its run-time checks (pynum.py: a zero
+    divisor raises ZeroDivisionError as in Python) apply to them; every other
+    call uses the def itself. env.specializations collects the copies that
+    translate_source then translates."""
+    mask = tuple(f is RUNTIME for f in flags)
+    if not any(mask):
+        return top.name
+    key = (top.name, mask)
+    if key not in env.specializations:
+        bits = "".join("1" if m else "0" for m in mask)
+        env.specializations[key] = f"{top.name}__pyrt{int(bits, 2)}"
+    return env.specializations[key]
 
 
 # ---------------------------------------------------------------------------
@@ -307,6 +337,33 @@ def function_summary(env, top, pattern: tuple) -> Summary:
     return out
 
 
+def check_list_arguments(ctx, top, values: list, arg_nodes: list) -> None:
+    """A located error at an argument that is a Python list in Python mode
+    (a list literal or comprehension) when `top` does with it what a list
+    cannot do there (`a[i, j]`, `a[:, j]`): the def translated with that
+    parameter marked as a list fails where the def itself does not."""
+    env = ctx.env
+    for i, v in enumerate(values):
+        if not (isinstance(v, ArrayV) and v.from_list):
+            continue
+        lists = tuple(j == i for j in range(len(values)))
+        key = (top.name, "list", lists)
+        if key not in env.summaries:
+            try:
+                _translate_top(env, top, None, lists)
+                env.summaries[key] = None
+            except CompileError as err:
+                env.summaries[key] = err
+        err = env.summaries[key]
+        n_atoms = sum(len(flatten_value(w)) for w in values)
+        if err is not None and function_summary(env, top, (False,) * n_atoms).error is None:
+            pname = top.params[i][0]
+            raise ctx.error(arg_nodes[i], f"argument '{pname}' of '{top.name}' is a list in Python "
+                                          f"mode, and then in '{top.name}', line {err.line}: "
+                                          f"{err.message}",
+                            hint="pass a numpy array: ps.array([...])")
+
+
 def call_summary(ctx, top, values: list, arg_nodes: list, node) -> tuple:
     """The PyInfos of the result of calling `top` with `values`; a located
     error at an argument when one that may be a plain Python number makes
@@ -322,7 +379,7 @@ def call_summary(ctx, top, values: list, arg_nodes: list, node) -> tuple:
         return base.ret_py           # an error of the def itself, reported there
     # first with the arguments' values unknown (one translation serves most calls), then
     # with the values known (constants the def divides by may be nonzero, ...)
-    got = function_summary(env, top, tuple(bool(f) for f in pattern))
+    got = function_summary(env, top, tuple(f if f is RUNTIME else bool(f) for f in pattern))
     if got.error is None:
         return got.ret_py
     got = function_summary(env, top, pattern)

@@ -58,6 +58,7 @@ class ModuleEnv:
         self.functions: dict[str, TopFun] = {}
         self.entry_calls: list = []          # (TopFun of an entry, call node) from PyShark code
         self.summaries: dict = {}            # (def name, py flags of the arguments) -> funcs.Summary
+        self.specializations: dict = {}      # (def name, run-time-number mask) -> FunDef name
         self.summarizing: set = set()
         self._evaluating: list[int] = []
 
@@ -270,11 +271,29 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
             entries[top.name] = ir.Entry(
                 top.name, tuple(ir.EntryParam(n, st) for n, st, _ in top.params), top.ret,
                 src.loc(top.node.name))
+    _translate_specializations(env, functions)
     _check_entry_calls(env)
     program = ir.Program(functions, entries, dict(env.records), filename)
     _reject_recursion(src, program)
     _run_checker(program)
     return program
+
+
+def _translate_specializations(env: ModuleEnv, functions: dict) -> None:
+    """The copies of top-level defs called with run-time Python numbers
+    (funcs.specialization); translating one may ask for more."""
+    from .funcs import translate_fundef
+    from .values import RUNTIME
+    done = set()
+    while len(done) < len(env.specializations):
+        for (name, mask), spec in list(env.specializations.items()):
+            if spec in done:
+                continue
+            done.add(spec)
+            top = env.functions[name]
+            pattern = tuple(RUNTIME if m else False for m in mask)
+            functions[spec] = _guard(env.src, top.node.name, translate_fundef, env, top,
+                                     pattern, spec)
 
 
 def _check_entry_calls(env: ModuleEnv) -> None:

@@ -465,6 +465,16 @@ RUN_TIME = """
     def to_i64(x: ps.f32) -> ps.i64:
         return ps.i64(float(x))
 
+    def safe_div(a: float, b: float) -> float:
+        return a / b
+
+    def mean_of(xs: ps.Array[ps.f64]) -> float:
+        return safe_div(float(ps.sum(xs)), float(len(xs)))
+
+    @ps.entry
+    def means(xs: ps.Array[ps.f64]) -> tuple[float, float]:
+        return (mean_of(xs), safe_div(ps.sum(xs), 2.0))
+
     @ps.entry
     def powers_of_two(n: int) -> int:
         s = 0
@@ -495,6 +505,14 @@ def test_a_run_time_python_divisor_of_zero_raises_zero_division_everywhere(run_t
     for b, w in run_time.items():
         with pytest.raises(ZeroDivisionError, match="float division by zero"):
             w.invoke("mean", np.zeros(0, np.int32))
+
+
+def test_a_run_time_python_number_passed_to_a_def_is_checked_inside_it(run_time):
+    """safe_div divides numpy values when `means` calls it directly, and
+    run-time Python numbers when mean_of does: that call uses a copy of
+    safe_div with the zero-divisor check (funcs.specialization)."""
+    same_everywhere(run_time, "means", np.zeros(0), raises=ZeroDivisionError)
+    same_everywhere(run_time, "means", np.arange(3.0), want=(1.0, 1.5))
 
 
 def test_a_numpy_conversion_of_a_run_time_python_number_raises_what_numpy_raises(run_time):

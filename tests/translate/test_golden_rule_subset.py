@@ -285,3 +285,33 @@ def test_a_tuple_is_not_a_record():
             return g(x).a
         """, contains="must be a P record, not a tuple")
     assert err.hint == "build the record: P(...)"
+
+
+# -- lists passed to top-level defs (issue 15 item 11d) ---------------------------
+
+
+def test_a_list_argument_indexed_with_a_tuple_inside_the_def_is_located_at_the_argument():
+    """In Python mode a list literal stays a list inside the def it is passed
+    to, where `a[i, j]` raises TypeError; compiled, it would work."""
+    err = reject("""
+        def get(a: ps.Array[ps.Array[float]], i: int, j: int) -> float:
+            return a[i, j]
+        @ps.entry
+        def f(i: int) -> float:
+            return get([[1.0, 2.0], [3.0, 4.0]], i, 1)  # <-
+        """)
+    assert "argument 'a' of 'get' is a list in Python mode" in err.message
+    assert "a[i, j]" in err.message and err.hint == "pass a numpy array: ps.array([...])"
+
+
+def test_a_list_argument_indexed_one_dimension_at_a_time_or_a_numpy_array_is_fine():
+    got = run("""
+        def get(a: ps.Array[ps.Array[float]], i: int, j: int) -> float:
+            return a[i][j]
+        def get2(a: ps.Array[ps.Array[float]], i: int, j: int) -> float:
+            return a[i, j]
+        @ps.entry
+        def f(i: int) -> float:
+            return get([[1.0, 2.0], [3.0, 4.0]], i, 1) + get2(ps.array([[1.0, 2.0], [3.0, 4.0]]), i, 0)
+        """, "f", 1)
+    assert got == 7.0
