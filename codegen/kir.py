@@ -319,7 +319,7 @@ class ParFor:
     group_size: Optional[int] = None
 
 
-# -- The GPU extension slot (DESIGN.md: target ops in one place). ----------------
+# -- The GPU extension slot (target-specific ops kept in one place). ------------
 # A ParFor with `group_size` G is a work-group kernel: it runs
 # ceil(count / G) * G work-items in groups of G (no iteration is skipped: the
 # body guards `var < count` itself where it must), `var` being the global

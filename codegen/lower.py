@@ -102,7 +102,7 @@ class Options:
     parallel: bool = True               # emit ParFor at host level
     # Iterations below which a ParFor whose body has no loops runs inline, and
     # elements below which a reduction/scan/filter/histogram stays sequential
-    # (a fork-join costs ~10 us on these machines: TOOLCHAIN.md). The tests'
+    # (a fork-join costs ~10 us on these machines: docs/cpu-backend.md). The tests'
     # "kir" backend sets 1 to exercise the parallel algorithms at every size.
     par_min: int = 1 << 15
     target: Target = MULTICORE          # which algorithm family (codegen/target.py)

@@ -1,5 +1,5 @@
-"""The target record the lowering reads (DESIGN.md: mc/ and gpu/ read a
-target record instead of asking which backend they are in).
+"""The target record the lowering reads (mc/ and gpu/ read a target record
+instead of asking which backend they are in).
 
 `family` picks the algorithm family of the SOACs: "mc" (codegen/mc/:
 per-thread chunks, for the CPU backend, the kir interpreter, and as the

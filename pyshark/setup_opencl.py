@@ -3,8 +3,8 @@
 CPU OpenCL runtimes do not all build on every CPU: the PoCL wheel
 (pocl-binary-distribution 3.0, LLVM 14) fails every program on CPUs its
 LLVM does not know (AMD Zen 5: "unknown target CPU 'generic'"), while
-Debian's PoCL 3.1 and Intel's CPU runtime build there (../shared/
-TOOLCHAIN.md). So nothing is assumed: each candidate is installed, then a
+Debian's PoCL 3.1 and Intel's CPU runtime build there (measured;
+docs/opencl-backend.md, "Getting a device"). So nothing is assumed: each candidate is installed, then a
 fresh process probes it (codegen/opencl/probe.py builds and runs a kernel),
 and the first that works is kept. Cheapest first:
 

@@ -3,7 +3,7 @@ kernel before PyShark offers it.
 
 A driver can list a device and still fail every program (PoCL 3.0 from the
 pocl-binary-distribution wheel on a CPU its LLVM 14 does not know: "unknown
-target CPU 'generic'", ../shared/TOOLCHAIN.md), and a broken driver can crash
+target CPU 'generic'", docs/opencl-backend.md), and a broken driver can crash
 the process that builds. So the probe runs in a child process, one device at
 a time (probe.child_command, with this process's sys.path): it builds a
 kernel that uses what PyShark's kernels use (local memory, a barrier, a
