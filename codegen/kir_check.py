@@ -212,12 +212,15 @@ def _check_group_ops_placement(b: K.Block) -> None:
             _check_group_ops_placement(sb)
 
 
-def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None) -> None:
+def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None,
+                                 facts: tuple = (frozenset(), frozenset())) -> None:
     """Nontemporal stores only as `p[i] = v` at the top level of a ParFor
     body, p a pointer variable to global memory that the body does not
-    declare or otherwise mention, and i the ParFor's counter (kir.Store)."""
-    top = set(map(id, par.body.stms)) if par is not None else set()
-    declared = set().union(*map(K.declared_vars, par.body.stms)) if par is not None else set()
+    declare or otherwise mention, and i the ParFor's counter (kir.Store).
+    `facts` (the ids of the enclosing ParFor body's statements and the names
+    it declares) is computed once per ParFor: recomputing it for every
+    nested block made this check quadratic in the body's size."""
+    top, declared = facts
     for s in b.stms:
         if isinstance(s, K.Store) and s.nontemporal:
             ok = (id(s) in top and isinstance(s.ptr, K.KVar) and s.ptr.name not in declared
@@ -225,10 +228,14 @@ def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None) -> Non
             if not ok:
                 raise KirError(f"a nontemporal store not of the form p[i] = v at the top "
                                f"of a ParFor body: {s!r}")
+        inner, inner_facts = par, facts
         if isinstance(s, K.ParFor):
             _check_nontemporal_only_written(s)
+            inner = s
+            inner_facts = (frozenset(map(id, s.body.stms)),
+                           frozenset().union(*map(K.declared_vars, s.body.stms)))
         for sb in K.sub_blocks(s):
-            _check_nontemporal_placement(sb, s if isinstance(s, K.ParFor) else par)
+            _check_nontemporal_placement(sb, inner, inner_facts)
 
 
 def _check_nontemporal_only_written(p: K.ParFor) -> None:
