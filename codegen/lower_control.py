@@ -13,7 +13,7 @@ from pyshark.core.types import BOOL, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
-from .lower import Arr, Delayed, Lowerer, Scope, Value
+from .lower_base import Arr, Delayed, Lowerer, RuleTable, Scope, Value
 
 def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
     """Lowers both branches; each returns [(value, owned)]. Array results are
@@ -225,3 +225,7 @@ def _carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
 
 
 HANDLERS = {ir.If: _h_if, ir.Loop: _h_loop}
+
+
+def register(rules: RuleTable) -> None:
+    rules.register_all("common", HANDLERS)

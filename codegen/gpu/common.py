@@ -10,7 +10,7 @@ from pyshark.core.types import I64, ScalarType
 from pyshark.errors import InternalCompilerError
 
 from .. import kir as K
-from ..lower import Lowerer, Scope
+from ..lower_base import Lowerer, Scope
 
 
 walk = K.walk_stms

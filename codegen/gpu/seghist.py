@@ -51,7 +51,7 @@ from pyshark.core.types import BOOL, I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Delayed, Lowerer, Scope
+from ..lower_base import Delayed, Lowerer, Scope
 from ..mc.common import apply_op, elements
 from ..mc.scatter import dest_setup, in_range
 from .common import can_fail, group_for, group_size, local_alloc, trial

@@ -66,7 +66,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer, _product
+from ..lower_base import Arr, Delayed, Lowerer, shape_size
 from ..lower_arrays import can_delay
 from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
 from ..mc.segmap import _row_split, store_row
@@ -294,7 +294,7 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
         shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
         seen = lw.let("np", S.b("mul", seen, w))
     outs = [lw.alloc("map", t, tuple(shape)) for t in innermost.ret]
-    total = lw.let("tot", _product(widths))
+    total = lw.let("tot", shape_size(widths))
 
     def store(f, res):
         for o, (r, _) in zip(outs, res):
@@ -402,7 +402,7 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     for w in widths[1:]:
         shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
         seen = lw.let("np", S.b("mul", seen, w))
-    total = lw.let("tot", _product(widths))
+    total = lw.let("tot", shape_size(widths))
     # the rows' shape: 0 when the space is empty (Python mode's empty result)
     rshapes = [tuple(lw.let("rn", K.Sel(S.b("gt", total, ZERO), x, ZERO)) for x in sh)
                for sh in shapes]
@@ -410,7 +410,7 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     for t, sh in zip(lam.ret, rshapes):
         elem = t if isinstance(t, ScalarType) else t.elem
         outs.append(lw.alloc("map", elem, tuple(shape) + sh))
-        rsizes.append(lw.let("rs", _product(sh)) if sh else None)
+        rsizes.append(lw.let("rs", shape_size(sh)) if sh else None)
 
     def store(f, res):
         for o, (r, owned), sh, rs in zip(outs, res, rshapes, rsizes):

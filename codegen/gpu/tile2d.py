@@ -45,7 +45,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
 from ..usage import free_vars, use_counts
 from .common import can_fail, group_size, trial, walk_state_kept

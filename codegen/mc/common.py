@@ -6,7 +6,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer
+from ..lower_base import Arr, Delayed, Lowerer
 
 ZERO = S.const(0, I64)
 ONE = S.const(1, I64)

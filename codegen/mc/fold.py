@@ -7,7 +7,7 @@ from pyshark.core.types import ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer
+from ..lower_base import Arr, Delayed, Lowerer
 from ..lower_control import _assign, _carried_like
 from .common import ONE, ZERO, elements
 

@@ -41,7 +41,7 @@ from pyshark.core.types import I32, I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer, Scope
+from ..lower_base import Arr, Delayed, Lowerer, Scope
 from .common import ZERO, check_width, chunk_bounds, elements
 
 I32_MAX = (1 << 31) - 1

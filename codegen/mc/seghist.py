@@ -19,7 +19,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from .common import ZERO, apply_op, chunk_bounds, elements, n_chunks
 from .scatter import dest_setup, in_range, store_at
 

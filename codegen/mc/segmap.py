@@ -17,7 +17,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, DelayedGroup, Lowerer
+from ..lower_base import Arr, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from .common import ONE, ZERO, all_scalar, check_width, elements
 from .tile import register_tiled

@@ -34,8 +34,8 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Lowerer
-from ..lower import Delayed
+from ..lower_base import Lowerer
+from ..lower_base import Delayed
 from .common import ZERO, all_scalar, apply_op, check_width, elements
 
 # Rows x columns of the register tile: 16 accumulators (with 16-wide f32
