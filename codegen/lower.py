@@ -15,7 +15,7 @@ from pyshark.core.types import I64, ScalarType
 from . import gpu, lower_arrays, lower_control, lower_scalar, mc
 from . import kir as K
 from . import scalar as S
-from .lower_base import Arr, Lowerer, Options, RuleTable, Scope
+from .lower_base import Arr, Lowerer, Options, RuleTable
 
 __all__ = ["Options", "default_rules", "entry_abi", "lower_entry", "lower_program", "symbol"]
 
@@ -68,8 +68,7 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
             od = K.KVar(f"out{k}_shape", K.Ptr(I64))
             params += [o, od]
             outs.append((o, od))
-    lw.scopes.append(Scope(frame=0))
-    with lw.block() as blk:
+    with lw.block() as blk, lw.temp_scope(free=True):
         res = lw.lower_body(fun.body, env)
         given: set = set()
         for (val, owned), o, t in zip(res, outs, fun.ret):
@@ -78,16 +77,13 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
                 continue
             if not owned or val.data is not val.base or val.base.name in given:
                 if owned:
-                    lw.scopes[-1].owned.append(val.base)
+                    lw.own(val.base)
                 val = lw.copy_arr(val, "res")
-                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
-                                       if b.name != val.base.name]
+                lw.disown(val.base)
             given.add(val.base.name)
             lw.emit(K.Store(o[0], S.const(0, I64), val.base))
             for d, dim in enumerate(val.shape):
                 lw.emit(K.Store(o[1], S.const(d, I64), dim))
-        for b in lw.scopes[-1].owned:
-            lw.emit(K.Free(b))
     return K.Function(name, tuple(params), blk[0])
 
 

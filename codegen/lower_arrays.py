@@ -66,17 +66,11 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
             blk = make_body()
         lw.emit(K.For(i, lo, hi, blk))
         return
-    outer = lw.version
 
     def lower(mode: str, conds: list):
-        lw.version = {"mode": mode, "conds": conds, "k": 0, "start": len(lw.created),
-                      "loop": (i, lo, hi)}
-        try:
-            with lw.loop_facts(i, lo, hi):
-                blk = make_body()
-            return blk, lw.version["conds"]
-        finally:
-            lw.version = outer
+        with lw.versioning(mode, conds, (i, lo, hi)) as version, lw.loop_facts(i, lo, hi):
+            blk = make_body()
+        return blk, version["conds"]
     checked, conds = lower("collect", [])
     assigned = set().union(*(K.declared_vars(s) for s in checked.stms)) if checked.stms else set()
     if (not conds or has_loop(checked)

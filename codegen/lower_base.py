@@ -262,18 +262,10 @@ class Lowerer:
             self.emit(K.For(i, zero, n, blk[0]))
             return
         def lower(mode: str, conds: list) -> tuple[K.Block, list]:
-            self.in_par = True
-            start = len(self.created)
-            self.version = {"mode": mode, "conds": conds, "k": 0, "start": start,
-                            "loop": (i, zero, n)}
-            try:
-                with self.block() as blk, self.loop_facts(i, zero, n):
-                    body(i)
-            finally:
-                self.in_par = False
-                found = self.version["conds"]
-                self.version = None
-            return blk[0], found
+            with self.in_parallel(), self.versioning(mode, conds, (i, zero, n)) as version, \
+                    self.block() as blk, self.loop_facts(i, zero, n):
+                body(i)
+            return blk[0], version["conds"]
 
         checked, conds = lower("collect", [])
         heavy = has_loop(checked)
@@ -293,13 +285,138 @@ class Lowerer:
         self.emit(K.If(ok, K.Block((K.ParFor(i, n, fast, cond),)),
                        K.Block((K.ParFor(i, n, checked, cond),))))
 
+    # -- state the rules change (through these, never by hand) -------------------
+    @contextmanager
+    def in_parallel(self):
+        """Lowering a parallel loop's body: SOACs inside lower sequentially."""
+        saved = self.in_par
+        self.in_par = True
+        try:
+            yield
+        finally:
+            self.in_par = saved
+
+    @contextmanager
+    def versioning(self, mode: str, conds: list, loop: tuple):
+        """Loop versioning of the bounds checks of `loop` (i, lo, hi): index
+        checks inside collect their loop-invariant conditions ("collect") or
+        leave out those in `conds` ("assume"); yields the record that
+        lower_arrays.norm_index reads and fills."""
+        outer = self.version
+        self.version = {"mode": mode, "conds": conds, "k": 0, "start": len(self.created),
+                        "loop": loop}
+        try:
+            yield self.version
+        finally:
+            self.version = outer
+
+    @contextmanager
+    def checks_dropped_on(self, exc_type):
+        """When exc_type escapes, the code lowered inside is dropped: so are
+        the bounds conditions it collected for loop versioning."""
+        v = self.version
+        saved = (len(v["conds"]), v["k"]) if v is not None else None
+        try:
+            yield
+        except exc_type:
+            if v is not None:
+                del v["conds"][saved[0]:]
+                v["k"] = saved[1]
+            raise
+
+    @contextmanager
+    def reassociating(self, reassoc: bool):
+        """Operators lowered inside may (or may not) be reassociated."""
+        saved = self.reassoc
+        self.reassoc = reassoc
+        try:
+            yield
+        finally:
+            self.reassoc = saved
+
+    @contextmanager
+    def walk_state_kept(self, scope: bool = False):
+        """Keeps the walk's state (live names, the rest of the body, use counts)
+        around lowering that rebinds it (open_body for the functions of a nest),
+        and with `scope` a Scope of its own that is popped again."""
+        saved = (self.live, self.rest, self.body_counts)
+        if scope:
+            self.scopes.append(Scope(frame=self.frame))
+        try:
+            yield
+        finally:
+            if scope:
+                self.scopes.pop()
+            self.live, self.rest, self.body_counts = saved
+
+    @contextmanager
+    def emitting_into(self, stms: list):
+        """Statements emitted inside go to the end of `stms` (a branch being built)."""
+        self.stack.append(stms)
+        try:
+            yield
+        finally:
+            self.stack.pop()
+
+    def emitted(self) -> list:
+        """The statements emitted so far into the innermost block (to look
+        back at, never to change)."""
+        return self.stack[-1]
+
     # -- memory -----------------------------------------------------------------
+    def own(self, base: K.KVar) -> None:
+        """The current scope frees `base` when it ends (unless it hands it over)."""
+        self.scopes[-1].owned.append(base)
+
+    def disown(self, base: K.KVar) -> None:
+        """The current scope no longer frees `base`: a loop, an accumulator or
+        the caller has taken it over."""
+        self.scopes[-1].owned = [b for b in self.scopes[-1].owned if b.name != base.name]
+
+    @contextmanager
+    def temp_scope(self, free: bool = False, owned=()):
+        """A Scope of the current frame for an algorithm's temporaries (owning
+        `owned` from the start), popped on exit; with `free` what it owns then
+        is freed, else the caller has freed or handed over what it made."""
+        sc = Scope(owned=list(owned), frame=self.frame)
+        self.scopes.append(sc)
+        try:
+            yield sc
+            if free:
+                for b in sc.owned:
+                    self.emit(K.Free(b))
+        finally:
+            self.scopes.pop()
+
+    @contextmanager
+    def ownership_restored_on(self, exc_type):
+        """When exc_type escapes (a lowering to be tried again another way),
+        the current scope owns again what it did, and the live names are back."""
+        sc = self.scopes[-1]
+        saved = (list(sc.owned), self.live)
+        try:
+            yield
+        except exc_type:
+            sc.owned, self.live = list(saved[0]), saved[1]
+            raise
+
+    @contextmanager
+    def allocations_dropped(self):
+        """The current scope forgets what is allocated inside (code lowered to
+        be looked at and never emitted)."""
+        owned = self.scopes[-1].owned
+        held = len(owned)
+        try:
+            yield
+        finally:
+            del owned[held:]
+
     def alloc(self, hint: str, elem: ScalarType, shape: tuple) -> Arr:
         """A fresh array owned by the current scope."""
         count = self.let("cnt", shape_size(shape))
         p = self.var(hint, K.Ptr(elem))
         self.emit(K.Alloc(p, count))
-        self.scopes[-1].owned.append(p)
+        self.own(p)
         return Arr(p, p, tuple(shape), elem, frozenset({p.name}))
 
     def count(self, a: Arr) -> K.Expr:
@@ -399,7 +516,7 @@ class Lowerer:
                 out.append((r, True))
             elif r.aliases & (owned_names | given):
                 c = self.copy_arr(r)
-                sc.owned = [b for b in sc.owned if b.name != c.base.name]
+                self.disown(c.base)
                 given.add(c.base.name)
                 out.append((c, True))
             else:
@@ -415,7 +532,7 @@ class Lowerer:
         vals = []
         for r, owned in results:
             if owned:
-                self.scopes[-1].owned.append(r.base)
+                self.own(r.base)
             vals.append(r)
         return vals
 

@@ -27,8 +27,6 @@ ACYCLIC = ("pyshark.codegen", "pyshark.wrapper")
 #: Cycles still there, each with what removes it. A cycle that is gone must
 #: leave this list (the test says so), so the list stays the truth.
 KNOWN_CYCLES: dict[frozenset, str] = {
-    frozenset({"pyshark.codegen.gpu.segmap", "pyshark.codegen.gpu.tile2d"}):
-        "issue 16 item 1: tile2d imports segmap's tables, segmap tile2d in a function",
     frozenset({
         "pyshark", "pyshark.jit", "pyshark.wrapper", "pyshark.wrapper.artifacts",
         "pyshark.wrapper.backend", "pyshark.wrapper.convert", "pyshark.wrapper.device_array",
@@ -76,16 +74,6 @@ KNOWN_PRIVATE: dict[tuple, str] = {
         "issue 16 item 4: the emitters as spelling tables",
     ("pyshark.codegen.cpu.runtime", "pyshark.codegen.cpu.link", "_jit"):
         "runtime.load_library calls link._jit",
-    ("pyshark.codegen.gpu.segmap", "pyshark.codegen.mc.segmap", "_row_split"):
-        "issue 16 item 1",
-    ("pyshark.codegen.gpu.tile2d", "pyshark.codegen.gpu.segmap", "_HOSTABLE"):
-        "issue 16 item 1",
-    ("pyshark.codegen.gpu.tile2d", "pyshark.codegen.gpu.segmap", "_PER_ITEM"):
-        "issue 16 item 1",
-    ("pyshark.codegen.mc.fold", "pyshark.codegen.lower_control", "_assign"):
-        "issue 16 item 1",
-    ("pyshark.codegen.mc.fold", "pyshark.codegen.lower_control", "_carried_like"):
-        "issue 16 item 1",
     ("pyshark.codegen.opencl.runtime", "pyshark.codegen.opencl.devices", "_choose"):
         "the device choice",
     ("pyshark.codegen.opt.flatten", "pyshark.codegen.opt.analysis", "_Regular"):
@@ -260,6 +248,37 @@ def test_no_private_name_imported_across_modules(graph):
         f"{m} line {line} imports {name} from {src}" for m, src, name, line in new)
     stale = set(KNOWN_PRIVATE) - {p[:3] for p in private}
     assert not stale, f"no longer imported, update KNOWN_PRIVATE: {sorted(stale)}"
+
+
+#: the lowering's rules: the common ones, each family, and the driver that
+#: gathers them (lower_base.py is the layer under them all)
+RULES = ("pyshark.codegen.lower", "pyshark.codegen.lower_scalar",
+         "pyshark.codegen.lower_control", "pyshark.codegen.lower_arrays",
+         "pyshark.codegen.mc", "pyshark.codegen.gpu")
+
+
+def _reachable(edges: dict, start: str) -> set:
+    seen, todo = set(), [start]
+    while todo:
+        for m in edges.get(todo.pop(), ()):
+            if m not in seen:
+                seen.add(m)
+                todo.append(m)
+    return seen
+
+
+def test_lowering_base_imports_no_rule(graph):
+    edges, _ = graph
+    reached = _reachable(edges, "pyshark.codegen.lower_base")
+    assert not sorted(m for m in reached if _in(m, RULES))
+
+
+def test_multicore_family_imports_no_gpu_family(graph):
+    """gpu/ falls back on mc/ and reuses its pieces, never the other way."""
+    edges, mods = graph[0], modules()
+    for m in mods:
+        if _in(m, ("pyshark.codegen.mc",)):
+            assert not sorted(x for x in _reachable(edges, m) if _in(x, ("pyshark.codegen.gpu",)))
 
 
 # ---------------------------------------------------------------------------
