@@ -222,9 +222,10 @@ def test_no_import_cycle_in_codegen_and_wrapper(graph):
     assert not new, "import cycles: " + "; ".join(_show(c) for c in new)
 
 
-def test_no_new_import_cycle_in_pyshark(graph):
+def test_no_new_import_cycle_in_the_rest_of_pyshark(graph):
     edges, _ = graph
-    new = [c for c in cycles(edges) if c not in KNOWN_CYCLES]
+    found = [c for c in cycles(edges) if not any(_in(m, ACYCLIC) for m in c)]
+    new = [c for c in found if c not in KNOWN_CYCLES]
     assert not new, "import cycles: " + "; ".join(_show(c) for c in new)
 
 
