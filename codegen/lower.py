@@ -1,522 +1,32 @@
-"""Core IR -> kernel IR: the one lowering both native backends share.
-
-Compile-by-environment (as a code-generating interpreter would): each core
-FunDef body is walked with an environment from core names to lowered values,
-and calls are inlined at their call site (the language has no recursion).
-
-Values
-- a scalar is a kir expression (bound to a fresh kir variable);
-- an array is an `Arr`: base pointer (the allocation), data pointer,
-  shape (i64 expressions), element type. Every array is row-major and
-  contiguous; sub-arrays that stay contiguous (a row, a reshape, a
-  dimension-0 slice with step 1) are views of their base, everything else
-  is copied;
-- a `Delayed` array is a scalar-result map (or iota) whose only use is as
-  the input of a later SOAC of the same body: its element i is computed
-  where the consumer reads it, which fuses map-map, map-reduce, map-scan,
-  map-filter and map-histogram without materialising the intermediate
-  (Futhark's producer-consumer fusion, done as pull arrays).
-
-Memory (codegen decides it statically, no reference counts at run time):
-each lowered body is a Scope that owns the allocations made in it and frees
-them when it ends, except those it returns. A result that may alias memory
-the scope owns but does not hand over whole is copied. Loop-carried arrays
-are owned by the loop; an `Update` writes in place when the array is owned
-in the current lambda frame and no other live name can see it, else it
-copies first (the checker's uniqueness rules make the in-place case the
-common one).
-
-The SOAC algorithms are in codegen/mc/ (one file per primitive); this file
-holds the walk, scopes and scalar code; lower_control.py if and loop;
-lower_arrays.py the array expressions.
+"""Core IR -> kernel IR: the driver of the one lowering both native backends
+share. It builds the rule table (each family's `register`: the common
+rules of lower_scalar.py, lower_control.py and lower_arrays.py, mc/ and
+gpu/), hands it to a Lowerer (lower_base.py) per entry, and lays out the
+entry's flat ABI (entry_abi) around the lowered body.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from typing import Callable, Optional, Union
+from functools import lru_cache
+from typing import Optional
 
 from pyshark.core import ir
 from pyshark.core.types import I64, ScalarType
-from pyshark.errors import InternalCompilerError
 
+from . import gpu, lower_arrays, lower_control, lower_scalar, mc
 from . import kir as K
 from . import scalar as S
-from .bounds import Facts
-from .target import MULTICORE, Target
-from .usage import live_after, use_counts
+from .lower_base import Arr, Lowerer, Options, RuleTable
 
+__all__ = ["Options", "default_rules", "entry_abi", "lower_entry", "lower_program", "symbol"]
 
-# ---------------------------------------------------------------------------
-# Lowered values
 
-
-@dataclass(frozen=True)
-class Arr:
-    base: K.Expr                        # the allocation (or the caller's buffer)
-    data: K.Expr                        # element 0
-    shape: tuple                        # i64 kir expressions, one per dimension
-    elem: ScalarType
-    aliases: frozenset = frozenset()    # names of bases whose memory this may share
-
-    @property
-    def rank(self) -> int:
-        return len(self.shape)
-
-
-@dataclass
-class DelayedGroup:
-    """A map of scalar results whose elements are computed where read."""
-    n: K.Expr
-    compute: Callable[[K.Expr], list]   # index -> element values (emits code)
-    source: Optional[tuple] = None      # a map's (lambda, env, input values): mc/tile.py
-
-
-@dataclass(frozen=True)
-class Delayed:
-    group: DelayedGroup
-    k: int                              # which result of the group
-    elem: ScalarType
-
-    @property
-    def shape(self) -> tuple:
-        return (self.group.n,)
-
-    @property
-    def rank(self) -> int:
-        return 1
-
-
-Value = Union[K.Expr, Arr, Delayed]
-
-
-@dataclass
-class Scope:
-    owned: list = field(default_factory=list)     # base KVars this body frees
-    frame: int = 0                                # lambda frame number
-
-
-@dataclass(frozen=True)
-class Options:
-    unsafe: bool = False                # drop bounds checks
-    parallel: bool = True               # emit ParFor at host level
-    # Iterations below which a ParFor whose body has no loops runs inline, and
-    # elements below which a reduction/scan/filter/histogram stays sequential
-    # (a fork-join costs ~10 us on these machines: docs/cpu-backend.md). The tests'
-    # "kir" backend sets 1 to exercise the parallel algorithms at every size.
-    par_min: int = 1 << 15
-    target: Target = MULTICORE          # which algorithm family (codegen/target.py)
-
-
-class Lowerer:
-    """Lowers one entry (and every function it calls) to a kir.Function."""
-
-    def __init__(self, program: ir.Program, module: K.Module, options: Options):
-        self.program = program
-        self.module = module
-        self.options = options
-        self.stack: list[list] = [[]]
-        self.counter = 0
-        self.scopes: list[Scope] = []
-        self.frame = 0
-        self.in_par = False
-        self.facts = Facts()
-        self.created: list[str] = []       # every variable made, in order
-        # loop versioning of bounds checks (see par_for): None, or a dict
-        # {"mode": "collect"|"assume", "conds": [...], "k": int, "local": set}
-        self.version: Optional[dict] = None
-
-    # -- building kir ---------------------------------------------------------
-    def emit(self, s: K.Stm) -> None:
-        self.stack[-1].append(s)
-
-    def var(self, hint: str, t) -> K.KVar:
-        self.counter += 1
-        v = K.KVar(f"{hint}_{self.counter}", t)
-        self.created.append(v.name)
-        return v
-
-    def let(self, hint: str, e: K.Expr) -> K.Expr:
-        if isinstance(e, (K.KVar, K.KConst)):
-            return e
-        v = self.var(hint, K.type_of(e))
-        self.emit(K.Set(v, e))
-        self.facts.defs[v.name] = e          # set once: bounds.py may follow it
-        return v
-
-    @contextmanager
-    def block(self):
-        """Collects the statements emitted inside into `holder[0]` as a Block."""
-        holder: list = [None]
-        self.stack.append([])
-        try:
-            yield holder
-        finally:
-            holder[0] = K.Block(tuple(self.stack.pop()))
-
-    def fail(self, kind: str, text: str, loc=None, args=()) -> K.Fail:
-        if loc is not None:
-            text = f"{text} (at {loc})"
-        return K.Fail(kind, self.module.message(text.replace("{", "{{").replace("}", "}}")
-                                                if not args else text), tuple(args))
-
-    def check(self, cond: K.Expr, kind: str, text: str, loc=None, args=()) -> None:
-        """Emits `if not cond: fail`."""
-        if isinstance(cond, K.KConst):
-            if cond.value:
-                return
-        self.emit(K.If(S.lnot(cond), K.Block((self.fail(kind, text, loc, args),))))
-
-    @contextmanager
-    def loop_facts(self, i: K.KVar, lo: K.Expr, hi: K.Expr):
-        """Inside a loop over [lo, hi): i is in range, and hi >= 1 when lo is 0."""
-        f = self.facts
-        f.ranges[i.name] = (lo, hi)
-        saved = dict(f.at_least)
-        if isinstance(hi, K.KVar) and isinstance(lo, K.KConst) and lo.value == 0:
-            for name in f.positive_names(hi):
-                f.at_least[name] = max(1, f.at_least.get(name, 0))
-        try:
-            yield
-        finally:
-            f.at_least = saved
-
-    def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None],
-                  unroll: int = 0):
-        i = self.var(hint, I64)
-        with self.block() as blk, self.loop_facts(i, lo, hi):
-            body(i)
-        self.emit(K.For(i, lo, hi, blk[0], unroll))
-
-    def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None]):
-        """A loop whose iterations are independent: a ParFor at host level
-        (inline below a size threshold unless its body loops), else a For."""
-        i = self.var(hint, I64)
-        zero = S.const(0, I64)
-        if self.in_par or not self.options.parallel:
-            with self.block() as blk, self.loop_facts(i, zero, n):
-                body(i)
-            self.emit(K.For(i, zero, n, blk[0]))
-            return
-        def lower(mode: str, conds: list) -> tuple[K.Block, list]:
-            self.in_par = True
-            start = len(self.created)
-            self.version = {"mode": mode, "conds": conds, "k": 0, "start": start,
-                            "loop": (i, zero, n)}
-            try:
-                with self.block() as blk, self.loop_facts(i, zero, n):
-                    body(i)
-            finally:
-                self.in_par = False
-                found = self.version["conds"]
-                self.version = None
-            return blk[0], found
-
-        checked, conds = lower("collect", [])
-        heavy = _has_loop(checked)
-        cond = None if heavy else S.b("ge", n, S.const(self.options.par_min, I64))
-        if not conds:
-            self.emit(K.ParFor(i, n, checked, cond))
-            return
-        # Loop versioning: the index bounds that could not be proved are
-        # loop-invariant expressions; test them once, and run a copy of the
-        # loop without those checks when they hold (a check is an early exit,
-        # which stops LLVM from vectorizing the loop).
-        fast, _ = lower("assume", conds)
-        ok = conds[0]
-        for c in conds[1:]:
-            ok = S.land(ok, c)
-        ok = self.let("inb", ok)
-        self.emit(K.If(ok, K.Block((K.ParFor(i, n, fast, cond),)),
-                       K.Block((K.ParFor(i, n, checked, cond),))))
-
-    # -- memory -----------------------------------------------------------------
-    def alloc(self, hint: str, elem: ScalarType, shape: tuple) -> Arr:
-        """A fresh array owned by the current scope."""
-        count = self.let("cnt", _product(shape))
-        p = self.var(hint, K.Ptr(elem))
-        self.emit(K.Alloc(p, count))
-        self.scopes[-1].owned.append(p)
-        return Arr(p, p, tuple(shape), elem, frozenset({p.name}))
-
-    def count(self, a: Arr) -> K.Expr:
-        return _product(a.shape)
-
-    def row_size(self, a: Arr) -> K.Expr:
-        return _product(a.shape[1:])
-
-    def copy_arr(self, a: Value, hint: str = "copy") -> Arr:
-        """A fresh, owned, contiguous copy of an array value."""
-        if isinstance(a, Delayed):
-            return self.materialise(a)
-        out = self.alloc(hint, a.elem, tuple(self.let("d", d) for d in a.shape))
-        self.emit(K.CopyMem(out.data, a.data, self.count(a)))
-        return out
-
-    def owned_here(self, base: K.Expr) -> Optional[Scope]:
-        """The scope of the current lambda frame that owns `base`, if any."""
-        if not isinstance(base, K.KVar):
-            return None
-        for sc in reversed(self.scopes):
-            if sc.frame != self.frame:
-                return None
-            if any(b.name == base.name for b in sc.owned):
-                return sc
-        return None
-
-    # -- bodies -----------------------------------------------------------------
-    def lower_body(self, body: ir.Body, env: dict, outer_live: frozenset = frozenset(),
-                   new_frame: bool = False) -> list:
-        """Lowers a body in a scope of its own; returns [(value, owned)] for
-        its results (owned arrays now belong to the caller's scope)."""
-        saved_frame = self.frame
-        if new_frame:
-            self.counter += 1
-            self.frame = self.counter
-        self.scopes.append(Scope(frame=self.frame))
-        try:
-            env = dict(env)
-            self.bind_stms(body, len(body.stms), env, outer_live)
-            results = [self.atom(a, env) for a in body.result]
-            return self.finish_scope(results)
-        finally:
-            self.scopes.pop()
-            self.frame = saved_frame
-
-    def bind_stms(self, body: ir.Body, upto: int, env: dict, outer_live: frozenset) -> None:
-        """Lowers body.stms[:upto] into the current scope, binding into env."""
-        lives = live_after(body)
-        counts = use_counts(body)
-        for k, stm in enumerate(body.stms[:upto]):
-            self.live = lives[k] | outer_live
-            self.body_counts = counts
-            self.rest = body.stms[k + 1:]
-            vals = self.lower_exp(stm, env)
-            if len(vals) != len(stm.pat):
-                raise InternalCompilerError(f"lowering {type(stm.exp).__name__} gave "
-                                            f"{len(vals)} values for {len(stm.pat)}")
-            for v, val in zip(stm.pat, vals):
-                env[v.name] = val
-
-    @contextmanager
-    def open_body(self, body: ir.Body, upto: int, env: dict, new_frame: bool = True):
-        """Lowers the first `upto` statements of a body in a scope of its own
-        and yields their environment; the scope's memory is freed on exit
-        (the caller lowers the rest itself, e.g. per element of a tile)."""
-        saved_frame = self.frame
-        if new_frame:
-            self.counter += 1
-            self.frame = self.counter
-        self.scopes.append(Scope(frame=self.frame))
-        try:
-            inner = dict(env)
-            self.bind_stms(body, upto, inner, self.live)
-            yield inner
-            self.finish_scope([])
-        finally:
-            self.scopes.pop()
-            self.frame = saved_frame
-
-    def finish_scope(self, results: list) -> list:
-        """Hands over the results, copying any that share memory the scope
-        owns without owning it whole; frees the rest of the scope's memory."""
-        sc = self.scopes[-1]
-        out = []
-        given: set = set()
-        for r in results:
-            if isinstance(r, Delayed):
-                r = self.materialise(r)
-            if not isinstance(r, Arr):
-                out.append((r, False))
-                continue
-            owned_names = {b.name for b in sc.owned}
-            base_name = r.base.name if isinstance(r.base, K.KVar) else None
-            if base_name in owned_names and base_name not in given:
-                given.add(base_name)
-                out.append((r, True))
-            elif r.aliases & (owned_names | given):
-                c = self.copy_arr(r)
-                sc.owned = [b for b in sc.owned if b.name != c.base.name]
-                given.add(c.base.name)
-                out.append((c, True))
-            else:
-                out.append((r, False))
-        for b in sc.owned:
-            if b.name not in given:
-                self.emit(K.Free(b))
-        sc.owned = []
-        return out
-
-    def adopt(self, results: list) -> list:
-        """Registers owned results of a nested body in the current scope."""
-        vals = []
-        for r, owned in results:
-            if owned:
-                self.scopes[-1].owned.append(r.base)
-            vals.append(r)
-        return vals
-
-    def apply(self, lam_params, body: ir.Body, env: dict, args: list,
-              new_frame: bool = False) -> list:
-        """Lowers a lambda or function body with its params bound to args."""
-        inner = dict(env)
-        for p, a in zip(lam_params, args):
-            inner[p.name] = a
-        return self.lower_body(body, inner, self.live, new_frame=new_frame)
-
-    def apply_discard(self, lam: ir.Lambda, env: dict, args: list) -> list:
-        """Applies a lambda whose array results the caller only reads before
-        the next `release`: returns (values, to_free)."""
-        res = self.apply(lam.params, lam.body, env, args)
-        vals = [r for r, _ in res]
-        to_free = [r.base for r, owned in res if owned]
-        return vals, to_free
-
-    # -- atoms and expressions ---------------------------------------------------
-    def atom(self, a, env: dict) -> Value:
-        if isinstance(a, ir.Const):
-            return S.const(a.value, a.type)
-        try:
-            return env[a.name]
-        except KeyError:
-            raise InternalCompilerError(f"lowering: {a.name} is not bound") from None
-
-    def scalar(self, a, env) -> K.Expr:
-        v = self.atom(a, env)
-        if isinstance(v, (Arr, Delayed)):
-            raise InternalCompilerError(f"lowering: {a} is an array, expected a scalar")
-        return v
-
-    def array(self, a, env) -> Value:
-        v = self.atom(a, env)
-        if not isinstance(v, (Arr, Delayed)):
-            raise InternalCompilerError(f"lowering: {a} is a scalar, expected an array")
-        return v
-
-    def materialise(self, d: Delayed) -> Arr:
-        """Computes a delayed array into memory (all results of its group)."""
-        out = self.alloc("mat", d.elem, (self.let("n", d.group.n),))
-
-        def body(i):
-            vals = d.group.compute(i)
-            self.emit(K.Store(out.data, i, vals[d.k]))
-        self.par_for("i", d.group.n, body)
-        return out
-
-    def element(self, v: Value, i: K.Expr, cache: dict | None = None) -> Value:
-        """Element i of an array value: a scalar (Load) or a row view."""
-        if isinstance(v, Delayed):
-            key = id(v.group)
-            if cache is not None and key in cache:
-                return cache[key][v.k]
-            vals = v.group.compute(i)
-            if cache is not None:
-                cache[key] = vals
-            return vals[v.k]
-        if v.rank == 1:
-            return self.let("e", K.Load(v.data, i))
-        rs = self.row_size(v)
-        return Arr(v.base, self.let("row", K.PtrAdd(v.data, S.b("mul", i, rs))),
-                   v.shape[1:], v.elem, v.aliases)
-
-    def lower_exp(self, stm: ir.Let, env: dict) -> list:
-        e = stm.exp
-        h = _HANDLERS.get(type(e))
-        if h is None:
-            from . import lower_arrays, lower_control
-            h = lower_control.HANDLERS.get(type(e)) or lower_arrays.HANDLERS.get(type(e))
-        if self.options.target.gpu and not self.in_par:
-            # a gpu/ handler (SOACs, transpose) goes first; None: the shared one
-            from .gpu import SOAC_HANDLERS as GPU_HANDLERS
-            g = GPU_HANDLERS.get(type(e))
-            done = g(self, e, env, stm) if g is not None else None
-            if done is not None:
-                return done
-        if h is None:
-            from .mc import SOAC_HANDLERS
-            h = SOAC_HANDLERS.get(type(e))
-        if h is None:
-            raise InternalCompilerError(f"lowering: no rule for {type(e).__name__}")
-        return h(self, e, env, stm)
-
-
-
-# ---------------------------------------------------------------------------
-# Scalar code and control flow
-
-
-def _has_loop(b: K.Block) -> bool:
-    return any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(b))
-
-
-def _product(shape) -> K.Expr:
-    out: K.Expr = S.const(1, I64)
-    for d in shape:
-        out = d if (isinstance(out, K.KConst) and out.value == 1) else S.b("mul", out, d)
-    return out
-
-
-def _h_atom(lw: Lowerer, e: ir.AtomExp, env, stm):
-    return [lw.atom(e.atom, env)]
-
-
-def _binop(lw: Lowerer, op: str, x: K.Expr, y: K.Expr, loc, reassoc=False) -> K.Expr:
-    t = K.type_of(x)
-    if op in ("floordiv", "mod") and t.is_int:
-        split = lw.facts.split_by(x, y)
-        if split is not None:           # x == a * y + b with 0 <= b < y
-            return split[0] if op == "floordiv" else split[1]
-    if op in ("floordiv", "mod") and t.is_int and lw.facts.positive(y):
-        # y >= 1: no zero check; and for x >= 0 floor division is C division
-        if lw.facts.non_negative(x):
-            return K.Bin("div" if op == "floordiv" else "rem", x, y)
-        return S.int_floordiv(x, y) if op == "floordiv" else S.int_mod(x, y)
-    return S.binop(op, x, y, emit=lw.emit,
-                   fail=lambda kind, text: lw.fail(kind, text, loc),
-                   new_var=lambda t: lw.var("p", t), reassoc=reassoc)
-
-
-def _h_binop(lw: Lowerer, e: ir.BinOp, env, stm):
-    x, y = lw.scalar(e.x, env), lw.scalar(e.y, env)
-    return [lw.let("t", _binop(lw, e.op, x, y, stm.loc, getattr(lw, "reassoc", False)))]
-
-
-def _h_unop(lw: Lowerer, e: ir.UnOp, env, stm):
-    return [lw.let("t", S.unop(e.op, lw.scalar(e.x, env)))]
-
-
-def _h_convert(lw: Lowerer, e: ir.Convert, env, stm):
-    return [lw.let("c", S.convert(e.to, lw.scalar(e.x, env)))]
-
-
-def _h_select(lw: Lowerer, e: ir.Select, env, stm):
-    c, x, y = (lw.atom(a, env) for a in (e.cond, e.x, e.y))
-    if isinstance(x, (Arr, Delayed)) or isinstance(y, (Arr, Delayed)):
-        raise InternalCompilerError("lowering: select of arrays")
-    return [lw.let("s", K.Sel(c, x, y))]
-
-
-def _h_assert(lw: Lowerer, e: ir.Assert, env, stm):
-    msg = e.msg or "assertion failed"
-    lw.check(lw.scalar(e.cond, env), e.error, msg, stm.loc)
-    return []
-
-
-def _h_call(lw: Lowerer, e: ir.Call, env, stm):
-    fun = lw.program.functions[e.fn]
-    args = [lw.atom(a, env) for a in e.args]
-    res = lw.lower_body(fun.body, {p.name: a for p, a in zip(fun.params, args)}, lw.live)
-    return lw.adopt(res)
-
-
-_HANDLERS = {
-    ir.AtomExp: _h_atom, ir.BinOp: _h_binop, ir.UnOp: _h_unop, ir.Convert: _h_convert,
-    ir.Select: _h_select, ir.Assert: _h_assert, ir.Call: _h_call,
-}
-
-
-# ---------------------------------------------------------------------------
-# Entries
+@lru_cache(maxsize=None)
+def default_rules() -> RuleTable:
+    """Every family's rules (families_for in lower_base.py gives the order)."""
+    rules = RuleTable()
+    for family in (lower_scalar, lower_control, lower_arrays, mc, gpu):
+        family.register(rules)
+    return rules
 
 
 def entry_abi(fun: ir.FunDef) -> tuple[list, list]:
@@ -530,9 +40,9 @@ def entry_abi(fun: ir.FunDef) -> tuple[list, list]:
 
 
 def lower_entry(program: ir.Program, name: str, module: K.Module,
-                options: Options = Options()) -> K.Function:
+                options: Options = Options(), rules: Optional[RuleTable] = None) -> K.Function:
     fun = program.entry_fun(name)
-    lw = Lowerer(program, module, options)
+    lw = Lowerer(program, module, options, rules or default_rules())
     params: list[K.KVar] = []
     env: dict = {}
     for p in fun.params:
@@ -558,8 +68,7 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
             od = K.KVar(f"out{k}_shape", K.Ptr(I64))
             params += [o, od]
             outs.append((o, od))
-    lw.scopes.append(Scope(frame=0))
-    with lw.block() as blk:
+    with lw.block() as blk, lw.temp_scope(free=True):
         res = lw.lower_body(fun.body, env)
         given: set = set()
         for (val, owned), o, t in zip(res, outs, fun.ret):
@@ -568,16 +77,13 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
                 continue
             if not owned or val.data is not val.base or val.base.name in given:
                 if owned:
-                    lw.scopes[-1].owned.append(val.base)
+                    lw.own(val.base)
                 val = lw.copy_arr(val, "res")
-                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
-                                       if b.name != val.base.name]
+                lw.disown(val.base)
             given.add(val.base.name)
             lw.emit(K.Store(o[0], S.const(0, I64), val.base))
             for d, dim in enumerate(val.shape):
                 lw.emit(K.Store(o[1], S.const(d, I64), dim))
-        for b in lw.scopes[-1].owned:
-            lw.emit(K.Free(b))
     return K.Function(name, tuple(params), blk[0])
 
 
@@ -587,9 +93,10 @@ def symbol(entry: str) -> str:
     return f"pyshark_{entry}"
 
 
-def lower_program(program: ir.Program, options: Options = Options()) -> K.Module:
+def lower_program(program: ir.Program, options: Options = Options(),
+                  rules: Optional[RuleTable] = None) -> K.Module:
     module = K.Module()
     for name in program.entries:
-        f = lower_entry(program, name, module, options)
+        f = lower_entry(program, name, module, options, rules)
         module.functions.append(K.Function(symbol(name), f.params, f.body))
     return module

@@ -11,7 +11,8 @@ from pyshark.core.types import ArrayType, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
-from .lower import Arr, Delayed, DelayedGroup, Lowerer, _product
+from .lower_base import Arr, Delayed, DelayedGroup, Lowerer, RuleTable, has_loop, shape_size
+from .usage import free_vars
 
 ZERO = S.const(0, I64)
 ONE = S.const(1, I64)
@@ -60,26 +61,19 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
     vectorizes a loop with several exits nor forwards a value stored in one
     iteration to the next (a tridiagonal solver's recurrence went through
     memory)."""
-    from .lower import _has_loop
     if not lw.in_par or lw.options.unsafe:
         with lw.loop_facts(i, lo, hi):
             blk = make_body()
         lw.emit(K.For(i, lo, hi, blk))
         return
-    outer = lw.version
 
     def lower(mode: str, conds: list):
-        lw.version = {"mode": mode, "conds": conds, "k": 0, "start": len(lw.created),
-                      "loop": (i, lo, hi)}
-        try:
-            with lw.loop_facts(i, lo, hi):
-                blk = make_body()
-            return blk, lw.version["conds"]
-        finally:
-            lw.version = outer
+        with lw.versioning(mode, conds, (i, lo, hi)) as version, lw.loop_facts(i, lo, hi):
+            blk = make_body()
+        return blk, version["conds"]
     checked, conds = lower("collect", [])
     assigned = set().union(*(K.declared_vars(s) for s in checked.stms)) if checked.stms else set()
-    if (not conds or _has_loop(checked)
+    if (not conds or has_loop(checked)
             or any(K.expr_vars(c) & assigned for c in conds)):
         lw.emit(K.For(i, lo, hi, checked))
         return
@@ -184,7 +178,7 @@ def strides(a) -> list:
     """Row-major strides (in elements) of each dimension."""
     out = []
     for d in range(len(a.shape)):
-        out.append(_product(a.shape[d + 1:]))
+        out.append(shape_size(a.shape[d + 1:]))
     return out
 
 
@@ -298,7 +292,7 @@ def _h_slice(lw: Lowerer, e: ir.Slice, env, stm):
             lw.emit(K.Store(out.data, dst_off, K.Load(a.data, src_off)))
             return
         step, s = rng[level]
-        dst_stride = _product(out_shape[level + 1:])
+        dst_stride = shape_size(out_shape[level + 1:])
 
         def body(i):
             nest(level + 1,
@@ -323,7 +317,7 @@ def _copy_into(lw: Lowerer, dst: Arr, dst_off: K.Expr, src, loc, what: str):
         same = c if same is None else S.land(same, c)
     if same is not None:
         lw.check(same, "ShapeError", what, loc)
-    lw.emit(K.CopyMem(K.PtrAdd(dst.data, dst_off), src.data, _product(row_shape)))
+    lw.emit(K.CopyMem(K.PtrAdd(dst.data, dst_off), src.data, shape_size(row_shape)))
 
 
 def _h_update(lw: Lowerer, e: ir.Update, env, stm):
@@ -380,12 +374,29 @@ def _clamp0(lw: Lowerer, n: K.Expr) -> K.Expr:
     return lw.let("n", K.Sel(S.b("lt", n, ZERO), ZERO, n))
 
 
+def delay_consumer_ok(e, name: str) -> bool:
+    """Can `e` read its input `name` element by element (so a producer of
+    `name` may be fused into it)? Every family's rule for these SOACs reads
+    its inputs with Lowerer.element."""
+    if isinstance(e, (ir.Map, ir.Reduce, ir.Scan, ir.Filter)):
+        return (any(a.name == name for a in e.arrs)
+                and name not in free_vars(e.lam)
+                and not any(isinstance(a, ir.Var) and a.name == name
+                            for a in getattr(e, "neutral", ())))
+    if isinstance(e, (ir.ReduceByIndex, ir.Scatter)):
+        inputs = [e.idxs, *e.vals]
+        lam = getattr(e, "lam", None)
+        return (any(a.name == name for a in inputs)
+                and not any(d.name == name for d in e.dests)
+                and (lam is None or name not in free_vars(lam)))
+    return False
+
+
 def can_delay(lw: Lowerer, names: list, shared: bool = False) -> bool:
     """True when each name is used only as a SOAC input (or by Size) in later
     statements of this body, by exactly one SOAC (any number when `shared`:
     a producer that costs nothing to recompute, as iota), with no Update
     before it."""
-    from .mc import delay_consumer_ok
     if lw.in_par and False:
         return False
     for name in names:
@@ -396,7 +407,6 @@ def can_delay(lw: Lowerer, names: list, shared: bool = False) -> bool:
             if isinstance(s.exp, ir.Update):
                 if consumers == 0:
                     return False
-            from .usage import free_vars
             if name not in free_vars(s.exp):
                 continue
             seen += 1
@@ -528,7 +538,7 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
     n0, n1 = a.shape[0], a.shape[1]
     rest = a.shape[2:]
     out = lw.alloc("tr", a.elem, (n1, n0) + tuple(rest))
-    inner = lw.let("rs", _product(rest))
+    inner = lw.let("rs", shape_size(rest))
     def one_tile(t):
         i0, i1, j0, j1 = tile_bounds(lw, t, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE)
 
@@ -551,7 +561,7 @@ def _h_reshape(lw: Lowerer, e: ir.Reshape, env, stm):
     if isinstance(a, Delayed):
         a = lw.materialise(a)
     shape = tuple(_i64(lw, lw.scalar(x, env)) for x in e.shape)
-    ok = S.b("eq", _product(shape), _product(a.shape))
+    ok = S.b("eq", shape_size(shape), shape_size(a.shape))
     for d in shape:
         ok = S.land(ok, S.b("ge", d, ZERO))
     lw.check(ok, "ShapeError", "cannot reshape an array into a shape of another size",
@@ -565,3 +575,7 @@ HANDLERS = {
     ir.Copy: _h_copy, ir.Concat: _h_concat, ir.Rotate: _h_rotate,
     ir.Transpose: _h_transpose, ir.Reshape: _h_reshape,
 }
+
+
+def register(rules: RuleTable) -> None:
+    rules.register_all("common", HANDLERS)

@@ -1,5 +1,5 @@
-"""Lowering of control flow (core IR `If` and `Loop`) to the kernel IR,
-split from lower.py (the walk, scopes and scalar code): both branches of
+"""Lowering rules of control flow (core IR `If` and `Loop`, a "common"
+family beside lower_base.py's walk and scopes): both branches of
 an If produce their results into shared variables (_merge_if); a Loop
 carries its values in variables, arrays with their shapes fixed when the
 body keeps them (else re-lowered with shapes that vary, _ShapeVaries), and
@@ -13,7 +13,8 @@ from pyshark.core.types import BOOL, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
-from .lower import Arr, Delayed, Lowerer, Scope, Value
+from .lower_arrays import versioned_for
+from .lower_base import Arr, Delayed, Lowerer, RuleTable, Value
 
 def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
     """Lowers both branches; each returns [(value, owned)]. Array results are
@@ -35,16 +36,11 @@ def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
             continue
         if town != eown:
             # make the borrowed side owned by copying it inside its branch
-            lw.stack.append(tstms if not town else estms)
-            lw.scopes.append(Scope(frame=lw.frame))
-            try:
+            with lw.emitting_into(tstms if not town else estms), lw.temp_scope():
                 if not town:
                     tv, town = lw.copy_arr(tv), True
                 else:
                     ev, eown = lw.copy_arr(ev), True
-            finally:
-                lw.scopes.pop()
-                lw.stack.pop()
         same_base = (isinstance(tv.base, K.KVar) and isinstance(ev.base, K.KVar)
                      and tv.base.name == ev.base.name)
         if same_base:
@@ -64,7 +60,7 @@ def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
             estms.append(K.Set(sv, ev.shape[d]))
             shape.append(sv)
         if town:
-            lw.scopes[-1].owned.append(base)
+            lw.own(base)
             aliases = frozenset({base.name})
         else:
             aliases = tv.aliases | ev.aliases | frozenset({base.name})
@@ -94,7 +90,8 @@ def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None) -> Value:
     return Arr(base, data, shape, t.elem, frozenset({base.name}))
 
 
-def _assign(lw: Lowerer, dst: Value, src: Value) -> list:
+def assign_stms(lw: Lowerer, dst: Value, src: Value) -> list:
+    """The statements that make the variables of `dst` hold `src`."""
     if isinstance(dst, Arr):
         return ([K.Set(dst.base, src.base), K.Set(dst.data, src.data)]
                 + [K.Set(a, b) for a, b in zip(dst.shape, src.shape) if a != b])
@@ -114,13 +111,10 @@ def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
     (a stencil iterated in place keeps its shape, and the bounds analysis
     then knows the sizes); if the body's result can have another shape, the
     loop is lowered again with the shapes carried as variables."""
-    sc = lw.scopes[-1]
-    saved = (list(sc.owned), lw.live)
     try:
-        with lw.block() as blk:
+        with lw.ownership_restored_on(_ShapeVaries), lw.block() as blk:
             vals = _lower_loop(lw, e, env, fixed_shapes=True)
     except _ShapeVaries:
-        sc.owned, lw.live = list(saved[0]), saved[1]
         return _lower_loop(lw, e, env, fixed_shapes=False)
     for s in blk[0].stms:
         lw.emit(s)
@@ -140,11 +134,10 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
                 isinstance(env.get(n), Arr) and env[n].base == v.base for n in live)
             if (sc is not None and sc is lw.scopes[-1] and not others_live
                     and v.aliases == frozenset({v.base.name})):
-                sc.owned = [b for b in sc.owned if b.name != v.base.name]
+                lw.disown(v.base)
             else:
                 v = lw.copy_arr(v)
-                lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
-                                       if b.name != v.base.name]
+                lw.disown(v.base)
             if fixed_shapes:
                 v = Arr(v.base, v.data, tuple(lw.let("n", d) for d in v.shape), v.elem,
                         v.aliases)
@@ -152,7 +145,7 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
     carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None)
                for p, v in zip(e.params, inits)]
     for c, v in zip(carried, inits):
-        for s in _assign(lw, c, v):
+        for s in assign_stms(lw, c, v):
             lw.emit(s)
     inner = dict(env)
     for p, c in zip(e.params, carried):
@@ -161,9 +154,7 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
 
     def iteration() -> K.Block:
         with lw.block() as blk:
-            lw.scopes.append(Scope(owned=[c.base for c in carried if isinstance(c, Arr)],
-                                   frame=lw.frame))
-            try:
+            with lw.temp_scope(owned=[c.base for c in carried if isinstance(c, Arr)]) as sc:
                 res = lw.lower_body(e.body, inner, body_live)
                 vals = []
                 for (r, owned), c in zip(res, carried):
@@ -172,33 +163,29 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
                                                if isinstance(x, Arr)} or \
                                 r.aliases - {r.base.name}:
                             r = lw.copy_arr(r)
-                            lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned
-                                                   if b.name != r.base.name]
+                            lw.disown(r.base)
                     if fixed_shapes and isinstance(c, Arr) and tuple(r.shape) != tuple(c.shape):
                         raise _ShapeVaries()
                     vals.append(r)
                 keep = {r.base.name for r in vals if isinstance(r, Arr)}
-                for b in lw.scopes[-1].owned:
+                for b in sc.owned:
                     if b.name not in keep:
                         lw.emit(K.Free(b))
                 temps = [lw.var("nx", K.type_of(r)) if not isinstance(r, Arr)
-                         else _carried_like(lw, r, c.shape if fixed_shapes else None)
+                         else carried_like(lw, r, c.shape if fixed_shapes else None)
                          for r, c in zip(vals, carried)]
                 for t, r in zip(temps, vals):
-                    for s in _assign(lw, t, r):
+                    for s in assign_stms(lw, t, r):
                         lw.emit(s)
                 for c, t in zip(carried, temps):
-                    for s in _assign(lw, c, t):
+                    for s in assign_stms(lw, c, t):
                         lw.emit(s)
-            finally:
-                lw.scopes.pop()
         return blk[0]
 
     if isinstance(e.form, ir.ForLoop):
         n = lw.scalar(e.form.bound, env)
         i = lw.var("it", I64)
         inner[e.form.index.name] = i
-        from .lower_arrays import versioned_for
         versioned_for(lw, i, S.const(0, I64), n, iteration)
     else:
         def cond_value() -> K.Expr:
@@ -212,11 +199,12 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
         lw.emit(K.While(c, K.Block(body.stms + cb[0].stms)))
     for c in carried:
         if isinstance(c, Arr):
-            lw.scopes[-1].owned.append(c.base)
+            lw.own(c.base)
     return list(carried)
 
 
-def _carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
+def carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
+    """Fresh variables for an array like `r` (its shape's when `shape` is None)."""
     base = lw.var("nb", K.type_of(r.base))
     data = lw.var("nd", K.type_of(r.data))
     if shape is None:
@@ -225,3 +213,7 @@ def _carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
 
 
 HANDLERS = {ir.If: _h_if, ir.Loop: _h_loop}
+
+
+def register(rules: RuleTable) -> None:
+    rules.register_all("common", HANDLERS)

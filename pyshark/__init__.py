@@ -11,13 +11,12 @@ from typing import TYPE_CHECKING
 
 from .errors import CompileError, ShapeError
 from .jit import jit
+from .version import __version__
 
 if TYPE_CHECKING:      # what the lazy names below are, for type checkers
     from .wrapper.backend import get_num_threads, set_num_threads
     from .wrapper import (DeviceArray, DeviceStructArray, UnknownEntry, Wrapper,
                           available_backends, known_backends)
-
-__version__ = "0.1.0"
 
 __all__ = ["jit", "Wrapper", "DeviceArray", "DeviceStructArray", "CompileError", "ShapeError",
            "UnknownEntry", "available_backends", "known_backends", "set_num_threads",

@@ -18,7 +18,9 @@ import tempfile
 from functools import lru_cache
 from pathlib import Path
 
+from pyshark import version as version_module
 from pyshark.core.types import ScalarType, SArray, SRecord, SScalar, SType, STuple
+from pyshark.version import __version__
 
 MANIFEST = "manifest.json"
 FORMAT = 1
@@ -32,18 +34,15 @@ def default_cache_dir() -> Path:
 
 
 def pyshark_version() -> str:
-    import pyshark
-    return pyshark.__version__
+    return __version__
 
 
 @lru_cache(maxsize=None)
 def compiler_fingerprint() -> str:
     """A hash of the .py files of the installed pyshark packages."""
-    import pyshark
     import pyshark.codegen
-    import pyshark.wrapper
-    roots = {Path(pyshark.__file__).parent, Path(pyshark.codegen.__file__).parent,
-             Path(pyshark.wrapper.__file__).parent}
+    roots = {Path(version_module.__file__).parent, Path(pyshark.codegen.__file__).parent,
+             Path(__file__).parent}
     h = hashlib.sha256()
     for root in sorted(roots):
         for f in sorted(root.rglob("*.py")):

@@ -28,7 +28,7 @@ class Options:
 #: the most threads num_threads may ask for (a team of more would fail to
 #: start in libgomp, which aborts the process)
 MAX_NUM_THREADS = 1024
-_NUM_THREADS: list = [None]     # the process default (set_num_threads)
+PROCESS_NUM_THREADS: list = [None]     # the process default (set_num_threads)
 
 
 def check_num_threads(n, what: str = "num_threads"):
@@ -49,15 +49,15 @@ def set_num_threads(n) -> None:
     """How many threads the cpu backend's parallel loops use in this process,
     unless a Wrapper has its own num_threads; None: the default again (every
     core, or OMP_NUM_THREADS). Other backends ignore it."""
-    _NUM_THREADS[0] = check_num_threads(n, "set_num_threads(n): n")
+    PROCESS_NUM_THREADS[0] = check_num_threads(n, "set_num_threads(n): n")
 
 
 def get_num_threads() -> int:
     """The number of threads a cpu entry's parallel loop uses at most in this
     process (Wrappers without num_threads): set_num_threads's value, else
     libgomp's omp_get_max_threads()."""
-    if _NUM_THREADS[0] is not None:
-        return _NUM_THREADS[0]
+    if PROCESS_NUM_THREADS[0] is not None:
+        return PROCESS_NUM_THREADS[0]
     from pyshark.codegen.cpu.runtime import omp_max_threads
     return omp_max_threads()
 

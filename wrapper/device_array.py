@@ -74,10 +74,8 @@ class DeviceArray:
 
     def get(self) -> np.ndarray:
         """A numpy copy (waits for the computation that makes it)."""
-        from pyshark.codegen.opencl.failures import device_errors
-        from pyshark.codegen.opencl.runtime import LOCK
-        with LOCK, device_errors(self.device.name, "copying a DeviceArray to the host"):
-            return self.device.read(self._mem, self._off, self.shape, self.dtype)
+        return self.device.read_locked(self._mem, self._off, self.shape, self.dtype,
+                                       "copying a DeviceArray to the host")
 
     __array__ = _host_array
 

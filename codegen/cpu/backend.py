@@ -29,8 +29,8 @@ from pyshark.core import ir
 from pyshark.core.types import ArrayType, ScalarType
 from pyshark.errors import ShapeError
 from pyshark.wrapper import convert
-from pyshark.wrapper.backend import (_NUM_THREADS, Backend, LoadedModule, entries_from_manifest,
-                                     translate_and_check)
+from pyshark.wrapper.backend import (PROCESS_NUM_THREADS, Backend, LoadedModule,
+                                     entries_from_manifest, translate_and_check)
 
 from .. import kir as K
 from ..lower import symbol
@@ -211,7 +211,7 @@ class _Caller:
                 args += [ctypes.addressof(ptr), ctypes.addressof(shape)]
         ctx = Ctx()
         # ctx->nthreads: NumThreads of every ParFor (0: libgomp's default)
-        ctx.nthreads = self.num_threads or _NUM_THREADS[0] or 0
+        ctx.nthreads = self.num_threads or PROCESS_NUM_THREADS[0] or 0
         code = self.fn(ctypes.byref(ctx), *args)
         results = []
         for (dt, r, e), o in zip(self.results, outs):

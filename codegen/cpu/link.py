@@ -222,7 +222,7 @@ def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bo
 # Loading
 
 
-def _jit(text: str, optimise: bool, path: Optional[Path] = None) -> Library:
+def jit_library(text: str, optimise: bool, path: Optional[Path] = None) -> Library:
     with _LOCK:
         _init()
         _jit_runtime()

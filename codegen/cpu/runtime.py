@@ -120,14 +120,14 @@ def load_library(path_or_ir: Union[str, Path]) -> Library:
     no C compiler), or JIT LLVM IR text given directly."""
     quiet_gomp_spin()
     if _looks_like_ir(path_or_ir):
-        from .link import _jit
-        return _jit(path_or_ir, optimise=True)
+        from .link import jit_library
+        return jit_library(path_or_ir, optimise=True)
     path = Path(path_or_ir)
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic in _BINARY_MAGIC or magic[:2] == b"MZ":
         return Library("so", ctypes.CDLL(str(path.resolve())), path=path)
-    from .link import _jit
-    return _jit(path.read_text(), optimise=False, path=path)
+    from .link import jit_library
+    return jit_library(path.read_text(), optimise=False, path=path)
 
 

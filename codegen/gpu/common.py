@@ -1,16 +1,17 @@
 """Pieces the work-group algorithms share: emitting a work-group ParFor,
-local memory, and asking whether generated code can fail (a work-group
-kernel may not: kir.py's GPU extension)."""
+local memory, asking whether generated code can fail (a work-group
+kernel may not: kir.py's GPU extension), and which statements of a map's
+function may run on the host or per work-item (segmap.py, tile2d.py)."""
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import Callable
 
+from pyshark.core import ir
 from pyshark.core.types import I64, ScalarType
 from pyshark.errors import InternalCompilerError
 
 from .. import kir as K
-from ..lower import Lowerer, Scope
+from ..lower_base import Lowerer
 
 
 walk = K.walk_stms
@@ -34,13 +35,8 @@ def group_for(lw: Lowerer, hint: str, count: K.Expr, body: Callable[[K.KVar], No
     fail (see kir.py): an InternalCompilerError says a gpu/ algorithm forgot
     to keep failing code out."""
     i = lw.var(hint, I64)
-    saved = lw.in_par
-    lw.in_par = True
-    try:
-        with lw.block() as blk:
-            body(i)
-    finally:
-        lw.in_par = saved
+    with lw.in_parallel(), lw.block() as blk:
+        body(i)
     if can_fail(blk[0]):
         raise InternalCompilerError("a work-group kernel body that can fail")
     lw.emit(K.ParFor(i, count, blk[0], None, group_size=group_size(lw)))
@@ -53,31 +49,17 @@ def local_alloc(lw: Lowerer, hint: str, elem: ScalarType, count: int) -> K.KVar:
     return p
 
 
-@contextmanager
-def walk_state_kept(lw: Lowerer, scope: bool = False):
-    """Keeps the walk's state (live names, the rest of the body, use counts)
-    around lowering that rebinds it (open_body for the functions of a nest),
-    and with `scope` a Scope of its own that is popped again."""
-    saved = (lw.live, lw.rest, lw.body_counts)
-    if scope:
-        lw.scopes.append(Scope(frame=lw.frame))
-    try:
-        yield
-    finally:
-        if scope:
-            lw.scopes.pop()
-        lw.live, lw.rest, lw.body_counts = saved
-
-
 def trial(lw: Lowerer, gen: Callable[[], object]):
     """Runs gen() with statements collected aside and in_par set, returning
     (its result, the block it emitted), so an algorithm can look at code
     (can_fail) before choosing. The block is not emitted."""
-    saved = lw.in_par
-    lw.in_par = True
-    try:
-        with lw.block() as blk:
-            out = gen()
-    finally:
-        lw.in_par = saved
+    with lw.in_parallel(), lw.block() as blk:
+        out = gen()
     return out, blk[0]
+
+
+# What may run once on the host before the tiled kernel (element-invariant
+# statements of the map's function): no memory, no loops.
+HOSTABLE = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Assert, ir.Size)
+# What may run per work-item around the fold.
+PER_ITEM = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Size, ir.Index)

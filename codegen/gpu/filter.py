@@ -32,7 +32,7 @@ from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from ..mc.common import apply_op, check_width, elements
 from .common import can_fail, group_for, group_size, local_alloc, trial
 from .group import (ONE, ZERO, add_op, block_scan, ceil_div, fold_strided, group_count,

@@ -30,7 +30,7 @@ from pyshark.core.types import I32, I64, U32, U64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Lowerer
+from ..lower_base import Lowerer
 from ..mc.common import apply_op
 
 ZERO = S.const(0, I64)

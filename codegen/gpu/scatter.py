@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pyshark.core import ir
 
-from ..lower import Lowerer
+from ..lower_base import Lowerer
 from ..mc.scatter import dest_setup, owner_scatter
 
 

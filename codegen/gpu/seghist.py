@@ -51,7 +51,7 @@ from pyshark.core.types import BOOL, I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Delayed, Lowerer, Scope
+from ..lower_base import Delayed, Lowerer
 from ..mc.common import apply_op, elements
 from ..mc.scatter import dest_setup, in_range
 from .common import can_fail, group_for, group_size, local_alloc, trial
@@ -218,14 +218,8 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
         else:
             size = cap
             R = _max(lw, ONE, _min(lw, _c(MAX_SUBHISTS), S.b("div", _c(cap), m)))
-        lw.scopes.append(Scope(frame=lw.frame))
-        try:
+        with lw.temp_scope(free=True):
             _local_kernel(lw, n, m, R, size, ins, res, ne, op, t, G)
-            for b in lw.scopes[-1].owned:
-                lw.emit(K.Free(b))
-            lw.scopes[-1].owned = []
-        finally:
-            lw.scopes.pop()
 
     if mc is not None:
         local_path()

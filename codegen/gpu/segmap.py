@@ -66,18 +66,18 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer, _product
+from ..lower_base import Arr, Delayed, Lowerer, shape_size
 from ..lower_arrays import can_delay
 from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
-from ..mc.segmap import _row_split, store_row
+from ..mc.segmap import row_split, store_row
 from ..usage import free_vars, use_counts
-from .common import can_fail, group_size, trial, walk_state_kept
+from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
+from .tile2d import tiled_map_map_reduce
 
 
 def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     if lw.in_par or not lw.options.parallel:
         return None
-    from .tile2d import tiled_map_map_reduce       # (it imports this module's tables)
     done = tiled_map_map_reduce(lw, e, env, stm)
     if done is not None:
         return done
@@ -89,16 +89,16 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
         return trs
     levels = perfect_nest(lw, e, env)
     if levels is not None:
-        with walk_state_kept(lw):       # open_body rebinds it for the functions' statements
+        with lw.walk_state_kept():      # open_body rebinds it for the functions' statements
             return flat_nest(lw, e, env, levels, stm)
     levels = perfect_nest(lw, e, env, rows=True)
     if levels is not None:
-        with walk_state_kept(lw):
+        with lw.walk_state_kept():
             done = flat_nest_rows(lw, e, env, levels, stm)
         if done is not None:
             return done
     if (all_scalar(e.lam.ret) and not can_delay(lw, [v.name for v in stm.pat])
-            and _row_split(lw, e, env, lw.scalar(e.width, env)) is not None):
+            and row_split(lw, e, env, lw.scalar(e.width, env)) is not None):
         return plain_map(lw, e, env, stm)
     return None
 
@@ -294,7 +294,7 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
         shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
         seen = lw.let("np", S.b("mul", seen, w))
     outs = [lw.alloc("map", t, tuple(shape)) for t in innermost.ret]
-    total = lw.let("tot", _product(widths))
+    total = lw.let("tot", shape_size(widths))
 
     def store(f, res):
         for o, (r, _) in zip(outs, res):
@@ -363,12 +363,8 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
             shapes.extend(r.shape if isinstance(r, (Arr, Delayed)) else () for r, _ in res)
         lv, av = _pretranspose(lw, levels, arrs0)
         _in_space(lw, lv, av, env, widths, ZERO, look, stm)
-    owned = lw.scopes[-1].owned
-    held = len(owned)
-    try:
+    with lw.allocations_dropped():      # what the probe allocated is not emitted
         _, aside = trial(lw, probe)
-    finally:
-        del owned[held:]            # what the probe allocated is not emitted
     declared = set()
     for s in aside.stms:
         declared |= K.declared_vars(s)
@@ -402,7 +398,7 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     for w in widths[1:]:
         shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
         seen = lw.let("np", S.b("mul", seen, w))
-    total = lw.let("tot", _product(widths))
+    total = lw.let("tot", shape_size(widths))
     # the rows' shape: 0 when the space is empty (Python mode's empty result)
     rshapes = [tuple(lw.let("rn", K.Sel(S.b("gt", total, ZERO), x, ZERO)) for x in sh)
                for sh in shapes]
@@ -410,7 +406,7 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     for t, sh in zip(lam.ret, rshapes):
         elem = t if isinstance(t, ScalarType) else t.elem
         outs.append(lw.alloc("map", elem, tuple(shape) + sh))
-        rsizes.append(lw.let("rs", _product(sh)) if sh else None)
+        rsizes.append(lw.let("rs", shape_size(sh)) if sh else None)
 
     def store(f, res):
         for o, (r, owned), sh, rs in zip(outs, res, rshapes, rsizes):
@@ -464,12 +460,6 @@ def _level(lw: Lowerer, levels, k, arrvals, env, idxs, widths, consume, stm):
 # ---------------------------------------------------------------------------
 # 1. map of a reduction over a shared array, tiled in local memory
 
-# What may run once on the host before the tiled kernel (element-invariant
-# statements of the map's function): no memory, no loops.
-_HOSTABLE = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Assert, ir.Size)
-# What may run per work-item around the fold.
-_PER_ITEM = (ir.AtomExp, ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.Size, ir.Index)
-
 
 def _match_map_reduce(lw: Lowerer, e: ir.Map, env):
     """The parts of the tiled shape (see the module docstring), or None."""
@@ -477,7 +467,7 @@ def _match_map_reduce(lw: Lowerer, e: ir.Map, env):
     if not all_scalar(lam.ret) or not e.arrs:
         return None
     stms = lam.body.stms
-    soacs = [k for k, s in enumerate(stms) if not isinstance(s.exp, _PER_ITEM + _HOSTABLE)]
+    soacs = [k for k, s in enumerate(stms) if not isinstance(s.exp, PER_ITEM + HOSTABLE)]
     if len(soacs) != 2:
         return None
     m, r = soacs
@@ -498,10 +488,10 @@ def _match_map_reduce(lw: Lowerer, e: ir.Map, env):
     host, item = [], []
     for s in stms[:m]:
         fv = free_vars(s.exp)
-        if isinstance(s.exp, _HOSTABLE) and not (fv & dep):
+        if isinstance(s.exp, HOSTABLE) and not (fv & dep):
             host.append(s)
         else:
-            if not isinstance(s.exp, _PER_ITEM):
+            if not isinstance(s.exp, PER_ITEM):
                 return None
             item.append(s)
             dep |= {v.name for v in s.pat}
@@ -518,7 +508,7 @@ def _match_map_reduce(lw: Lowerer, e: ir.Map, env):
                                                        and w.name not in hostnames)):
             return None
     for s in stms[r + 1:]:
-        if not isinstance(s.exp, _PER_ITEM):
+        if not isinstance(s.exp, PER_ITEM):
             return None
     G = group_size(lw)
     if G * sum(v.elem.dtype.itemsize for v in shared) > lw.options.target.local_mem:
@@ -535,7 +525,7 @@ def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     G = group_size(lw)
     Gc = S.const(G, I64)
     n = lw.scalar(e.width, env)
-    with walk_state_kept(lw, scope=True):
+    with lw.walk_state_kept(scope=True):
         # -- host: the width checks, and (under n > 0) the element-invariant
         # statements and the inner widths, all collected before deciding
         with lw.block() as pre:
@@ -621,7 +611,7 @@ def tiled_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     outs = []
     for ptr, t in zip(out_ptrs, lam.ret):
         lw.emit(K.Alloc(ptr, n))
-        lw.scopes[-1].owned.append(ptr)
+        lw.own(ptr)
         outs.append(Arr(ptr, ptr, (n,), t, frozenset({ptr.name})))
     launch = K.ParFor(gi, n, body, None, group_size=G)
     lw.emit(K.If(S.b("gt", n, ZERO), K.Block(guarded[0].stms + (launch,))))

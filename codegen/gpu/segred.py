@@ -35,7 +35,7 @@ from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Delayed, Lowerer
+from ..lower_base import Delayed, Lowerer
 from ..mc.common import all_scalar, check_width, elements
 from .common import can_fail, group_for, group_size, local_alloc, trial
 from .group import (ONE, ZERO, fold_contiguous, fold_strided, group_count, in_range_index,

@@ -55,7 +55,7 @@ from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Lowerer
+from ..lower_base import Lowerer
 from ..mc.common import all_scalar, check_width
 from .common import group_for, group_size, local_alloc
 from .group import (ONE, ZERO, block_scan, ceil_div, fold_contiguous, fold_strided,

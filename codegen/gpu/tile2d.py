@@ -45,11 +45,10 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
 from ..usage import free_vars, use_counts
-from .common import can_fail, group_size, trial, walk_state_kept
-from .segmap import _HOSTABLE, _PER_ITEM       # (segmap imports this module lazily)
+from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
 
 R = 4                   # register block: R x R outputs per work-item
 TKS = (32, 16, 8)       # k-chunk lengths, the longest that fits in local memory
@@ -72,9 +71,9 @@ def _split(stms, dep: set, sized: set, host: list, item: list) -> bool:
         scalar = all_scalar([v.type for v in s.pat])
         if isinstance(s.exp, ir.Size) and s.exp.arr.name in sized:
             host.append(s)
-        elif isinstance(s.exp, _HOSTABLE) and scalar and not (fv & dep):
+        elif isinstance(s.exp, HOSTABLE) and scalar and not (fv & dep):
             host.append(s)
-        elif isinstance(s.exp, _PER_ITEM):
+        elif isinstance(s.exp, PER_ITEM):
             item.append(s)
             dep |= {v.name for v in s.pat}
         else:
@@ -121,7 +120,7 @@ def _match(lw: Lowerer, e: ir.Map, env):
     if not _split(lam.body.stms[:-1], dep, {row}, host1, item1):
         return None
     stms = il.body.stms
-    soacs = [j for j, s in enumerate(stms) if not isinstance(s.exp, _PER_ITEM + _HOSTABLE)]
+    soacs = [j for j, s in enumerate(stms) if not isinstance(s.exp, PER_ITEM + HOSTABLE)]
     if len(soacs) != 2 or soacs[1] != soacs[0] + 1:
         return None
     k = soacs[0]
@@ -131,7 +130,7 @@ def _match(lw: Lowerer, e: ir.Map, env):
     dep |= {col}
     if not _split(stms[:k], dep, {row, col}, host2, item2):
         return None
-    if any(not isinstance(s.exp, _PER_ITEM) for s in stms[k + 2:]):
+    if any(not isinstance(s.exp, PER_ITEM) for s in stms[k + 2:]):
         return None
     names = [a.name for a in mp.arrs]
     if len(names) != 2 or sorted(names) != sorted([row, col]):
@@ -174,7 +173,7 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     il = p.inner.lam
     X, Y, G, tk, bm, bn = p.X, p.Y, p.G, p.tk, p.bm, p.bn
     n = lw.scalar(e.width, env)
-    with walk_state_kept(lw, scope=True):
+    with lw.walk_state_kept(scope=True):
         with lw.block() as pre:
             arrs = [lw.array(a, env) for a in e.arrs]
             check_width(lw, n, e.arrs, arrs, stm.loc, "map")
@@ -306,7 +305,7 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     for s in pre[0].stms:
         lw.emit(s)
     lw.emit(K.Alloc(out_ptr, S.b("mul", n, nr)))
-    lw.scopes[-1].owned.append(out_ptr)
+    lw.own(out_ptr)
     launch = K.ParFor(gi, count, body, None, group_size=G)
     inner = K.If(S.b("gt", m, ZERO), K.Block(guarded[0].stms + (launch,)))
     lw.emit(K.If(S.b("gt", n, ZERO), K.Block(outer[0].stms + (inner,))))

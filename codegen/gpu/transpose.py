@@ -19,7 +19,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Delayed, Lowerer
+from ..lower_base import Delayed, Lowerer
 from .common import group_for, group_size, local_alloc
 
 T = 32

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pyshark.core import ir
 
-from ..usage import free_vars
+from ..lower_base import RuleTable
 from .filter import lower_filter
 from .scatter import lower_scatter
 from .segmap import lower_map
@@ -22,18 +22,7 @@ SOAC_HANDLERS = {
 }
 
 
-def delay_consumer_ok(e, name: str) -> bool:
-    """Can `e` read its input `name` element by element (so a producer of
-    `name` may be fused into it)?"""
-    if isinstance(e, (ir.Map, ir.Reduce, ir.Scan, ir.Filter)):
-        return (any(a.name == name for a in e.arrs)
-                and name not in free_vars(e.lam)
-                and not any(isinstance(a, ir.Var) and a.name == name
-                            for a in getattr(e, "neutral", ())))
-    if isinstance(e, (ir.ReduceByIndex, ir.Scatter)):
-        inputs = [e.idxs, *e.vals]
-        lam = getattr(e, "lam", None)
-        return (any(a.name == name for a in inputs)
-                and not any(d.name == name for d in e.dests)
-                and (lam is None or name not in free_vars(lam)))
-    return False
+def register(rules: RuleTable) -> None:
+    """The mc family's rules: every SOAC, on every target (the fallback of
+    what gpu/ declines, and the sequential form inside a parallel loop)."""
+    rules.register_all("mc", SOAC_HANDLERS)

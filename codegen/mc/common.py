@@ -6,7 +6,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer
+from ..lower_base import Arr, Delayed, Lowerer
 
 ZERO = S.const(0, I64)
 ONE = S.const(1, I64)
@@ -30,12 +30,8 @@ def elements(lw: Lowerer, arrs: list, i: K.Expr) -> list:
 
 def apply_op(lw: Lowerer, lam, env, args: list, reassoc: bool = False) -> list:
     """Applies an operator lambda to scalar arguments; its scalar results."""
-    saved = getattr(lw, "reassoc", False)
-    lw.reassoc = reassoc
-    try:
+    with lw.reassociating(reassoc):
         res = lw.apply(lam.params, lam.body, env, args, new_frame=True)
-    finally:
-        lw.reassoc = saved
     return [r for r, _ in res]
 
 

@@ -7,8 +7,8 @@ from pyshark.core.types import ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer
-from ..lower_control import _assign, _carried_like
+from ..lower_base import Arr, Delayed, Lowerer
+from ..lower_control import assign_stms, carried_like
 from .common import ONE, ZERO, elements
 
 
@@ -21,9 +21,9 @@ def fold_arrays(lw: Lowerer, lam, env, arrs, neutral, n, stm, scan_outs):
             accs.append(a)
         else:
             c = lw.copy_arr(v, "acc")
-            lw.scopes[-1].owned = [b for b in lw.scopes[-1].owned if b.name != c.base.name]
-            a = _carried_like(lw, c)
-            for s in _assign(lw, a, c):
+            lw.disown(c.base)
+            a = carried_like(lw, c)
+            for s in assign_stms(lw, a, c):
                 lw.emit(s)
             accs.append(a)
     outs = None
@@ -49,15 +49,14 @@ def fold_arrays(lw: Lowerer, lam, env, arrs, neutral, n, stm, scan_outs):
                     lw.check(same, "ShapeError",
                              "the operator returned an array of another shape", stm.loc)
                 if not owned:
-                    lw.scopes.append(type(lw.scopes[-1])(frame=lw.frame))
-                    r = lw.copy_arr(r, "acc")
-                    lw.scopes.pop()
+                    with lw.temp_scope():
+                        r = lw.copy_arr(r, "acc")
             news.append(r)
         for a in accs:
             if isinstance(a, Arr):
                 lw.emit(K.Free(a.base))
         for a, r in zip(accs, news):
-            for s in _assign(lw, a, r):
+            for s in assign_stms(lw, a, r):
                 lw.emit(s)
         if outs is not None:
             for o, a in zip(outs, accs):
@@ -74,5 +73,5 @@ def fold_arrays(lw: Lowerer, lam, env, arrs, neutral, n, stm, scan_outs):
         return outs
     for a in accs:
         if isinstance(a, Arr):
-            lw.scopes[-1].owned.append(a.base)
+            lw.own(a.base)
     return accs

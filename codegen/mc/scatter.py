@@ -41,7 +41,7 @@ from pyshark.core.types import I32, I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, Lowerer, Scope
+from ..lower_base import Arr, Delayed, Lowerer
 from .common import ZERO, check_width, chunk_bounds, elements
 
 I32_MAX = (1 << 31) - 1
@@ -114,8 +114,7 @@ def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
     range reads all of them); delayed values too when their code can fail
     (Python mode computes every value), else each is computed only where its
     index lands in the range being written, so once in all."""
-    lw.scopes.append(Scope(frame=lw.frame))
-    try:
+    with lw.temp_scope(free=True):
         if isinstance(idxs, Delayed):
             idxs = lw.materialise(idxs)
         if any(isinstance(v, Delayed) for v in vals) and _can_fail(lw, vals):
@@ -136,24 +135,14 @@ def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
                 lw.for_range("i", ZERO, n, body)
             lw.emit(K.If(S.b("lt", lo, hi), scan[0]))
         lw.par_for("c", nch, part)
-        for b in lw.scopes[-1].owned:
-            lw.emit(K.Free(b))
-        lw.scopes[-1].owned = []
-    finally:
-        lw.scopes.pop()
 
 
 def _can_fail(lw: Lowerer, vals) -> bool:
     """Whether computing an element of the values can fail (the code is
     lowered aside and dropped, as gpu/common.trial does)."""
     probe = lw.var("probe", I64)
-    saved = lw.in_par
-    lw.in_par = True
-    try:
-        with lw.block() as blk:
-            elements(lw, vals, probe)
-    finally:
-        lw.in_par = saved
+    with lw.in_parallel(), lw.block() as blk:
+        elements(lw, vals, probe)
     return K.block_can_fail(blk[0])
 
 
@@ -176,8 +165,7 @@ def _passes(lw: Lowerer, n, idxs, vals, dests, m, ot, loc) -> None:
         lw.emit(lw.fail("ValueError", "scatter: more than 2**31 - 1 values need 64-bit "
                         "atomics, which this device lacks; split the scatter", loc))
         return
-    lw.scopes.append(Scope(frame=lw.frame))
-    try:
+    with lw.temp_scope():
         owner = lw.alloc("owner", ot, (m,))
         none = S.const(-1, ot)
         lw.par_for("b", m, lambda b: lw.emit(K.Store(owner.data, b, none)))
@@ -203,6 +191,3 @@ def _passes(lw: Lowerer, n, idxs, vals, dests, m, ot, loc) -> None:
             lw.emit(K.If(ok, check[0]))
         lw.par_for("i", n, write)
         lw.emit(K.Free(owner.base))
-        lw.scopes[-1].owned = []
-    finally:
-        lw.scopes.pop()

@@ -19,7 +19,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from .common import ZERO, apply_op, chunk_bounds, elements, n_chunks
 from .scatter import dest_setup, in_range, store_at
 
@@ -68,8 +68,7 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
     nch = lw.let("nch", K.Sel(small, nch0, S.const(1, I64)))
     with lw.block() as seq:
         _sequential(lw, e, env, stm, n, idxs, vals, dests, m)
-    with lw.block() as par:
-        lw.scopes.append(type(lw.scopes[-1])(frame=lw.frame))
+    with lw.block() as par, lw.temp_scope():
         subs = [lw.alloc("sub", d.elem, (lw.let("sz", S.b("mul", nch, m)),)) for d in dests]
 
         def private(c):
@@ -111,8 +110,6 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
         lw.par_for("i", m, combine)
         for s in subs:
             lw.emit(K.Free(s.base))
-        lw.scopes[-1].owned = []
-        lw.scopes.pop()
     lw.emit(K.If(S.b("gt", nch, S.const(1, I64)), par[0], seq[0]))
     return dests
 
@@ -124,7 +121,7 @@ def _store_if_changed(lw: Lowerer, ptr: K.Expr, at: K.Expr, old: K.Expr, v) -> N
     only when it grows, as `if x > h[b]: h[b] = x` does; the memory is the
     same either way (the skipped store would write back the loaded bits)."""
     if isinstance(v, K.KVar) and isinstance(old, K.KVar):
-        for s in reversed(lw.stack[-1]):
+        for s in reversed(lw.emitted()):
             if isinstance(s, K.Set) and s.var == v:
                 e = s.value
                 if isinstance(e, K.Sel) and (e.x == old) != (e.y == old):

@@ -17,8 +17,9 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Delayed, DelayedGroup, Lowerer
+from ..lower_base import Arr, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
+from ..usage import free_vars
 from .common import ONE, ZERO, all_scalar, check_width, elements
 from .tile import register_tiled
 
@@ -42,7 +43,7 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
             group = DelayedGroup(n, lambda i: [r for r, _ in row(i)], (lam, env, arrs))
             return [Delayed(group, k, t) for k, t in enumerate(lam.ret)]
         outs = [lw.alloc("map", t, (n,)) for t in lam.ret]
-        rows = _row_split(lw, e, env, n)
+        rows = row_split(lw, e, env, n)
         if rows is not None:
             # a flat index over an A x B space that the function splits with
             # // B and % B: loop over rows and columns instead, so that the
@@ -91,7 +92,6 @@ def _fusion_duplicates_loops(lw: Lowerer, lam: ir.Lambda, names: list) -> bool:
     O(n^2) reduction three times). Such a map is materialised once."""
     if len(names) < 2 or not _has_inner_loops(lam.body):
         return False
-    from ..usage import free_vars
     consumers = set()
     for name in names:
         for k, s in enumerate(lw.rest):
@@ -201,7 +201,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     return [out]
 
 
-def _row_split(lw: Lowerer, e: ir.Map, env, n):
+def row_split(lw: Lowerer, e: ir.Map, env, n):
     """(A, B) when the width n is A * B and the map's function divides or
     takes the remainder of its first (index) parameter by B."""
     if lw.in_par or not lw.options.parallel or not isinstance(n, K.KVar):

@@ -15,7 +15,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Arr, Lowerer
+from ..lower_base import Arr, Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
 from .tile import jam_fold

@@ -34,8 +34,7 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower import Lowerer
-from ..lower import Delayed
+from ..lower_base import Delayed, Lowerer
 from .common import ZERO, all_scalar, apply_op, check_width, elements
 
 # Rows x columns of the register tile: 16 accumulators (with 16-wide f32
@@ -275,15 +274,10 @@ def _attempt(lw: Lowerer, emit) -> bool:
     """Runs emit() with its statements held aside: emitted when it succeeds
     (True); dropped, with the bounds conditions it collected for loop
     versioning, when it raises _NotJammable (False)."""
-    v = lw.version
-    saved = (len(v["conds"]), v["k"]) if v is not None else None
     try:
-        with lw.block() as blk:
+        with lw.checks_dropped_on(_NotJammable), lw.block() as blk:
             emit()
     except _NotJammable:
-        if v is not None:
-            del v["conds"][saved[0]:]
-            v["k"] = saved[1]
         return False
     for s in blk[0].stms:
         lw.emit(s)

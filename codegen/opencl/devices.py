@@ -119,7 +119,7 @@ def no_usable_device(plats: list) -> NoDevice:
     return NoDevice(f"no usable OpenCL device: {listing(plats)}; {WHAT_TO_DO}")
 
 
-def _choose(spec: Optional[str]):
+def choose_device(spec: Optional[str]):
     import pyopencl as cl
     if spec:
         return _find(spec)

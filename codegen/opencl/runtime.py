@@ -68,7 +68,8 @@ from typing import Optional
 
 import numpy as np
 
-from .devices import NoDevice, _choose, default_index, platforms  # noqa: F401 (re-exported)
+from .devices import NoDevice, choose_device, default_index, platforms  # noqa: F401 (re-exported)
+from .failures import device_errors
 
 _DTYPES = {k: np.dtype(v) for k, v in (
     ("i8", np.int8), ("i16", np.int16), ("i32", np.int32), ("i64", np.int64),
@@ -113,7 +114,7 @@ def device(spec: Optional[str] = None) -> "Device":
         if key in _failures:
             raise NoDevice(_failures[key])
         try:
-            d = _choose(key)
+            d = choose_device(key)
             found = _devices.get(d.int_ptr)
             if found is None:
                 found = _devices[d.int_ptr] = Device(d)
@@ -349,6 +350,14 @@ class Device:
             self.cl.enqueue_copy(self.queue, out, mem.buf, src_offset=off * dtype.itemsize)
             self.pending.clear()
         return out
+
+    def read_locked(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype,
+                    doing: str) -> np.ndarray:
+        """read() under the process lock, a driver failure raised as a
+        DeviceError that says what was being done (DeviceArray.get), so
+        that wrapper/device_array.py needs nothing of this module."""
+        with LOCK, device_errors(self.name, doing):
+            return self.read(mem, off, shape, dtype)
 
     def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool,
                  heap: bool = False) -> "_Launcher":

@@ -281,10 +281,13 @@ def rows_regular(e: ir.Exp) -> bool:
         return True
     if cls is not ir.Map:
         return cls in (ir.Reduce, ir.Filter)
-    return _Regular(e).results_ok()
+    return RegularResults(e).results_ok()
 
 
-class _Regular:
+class RegularResults:
+    """results_ok(): are the dimensions of a map's array results invariant
+    across its iterations (rows_regular; flatten.py extends it to loops)?"""
+
     def __init__(self, m: ir.Map):
         self.m = m
         self.defs: dict[str, ir.Let] = {}

@@ -40,7 +40,7 @@ Why it keeps the golden rule:
   as the map checks its inputs before any element).
 - Shapes: a map over k of array values stacks them, which raises ShapeError
   when the rows differ; every map the pass makes must provably have regular
-  rows (dimensions invariant across k: _Regular, with loops and branches).
+  rows (dimensions invariant across k: RegularResults, with loops and branches).
 - Ownership: a statement that updates an array in place that it did not
   create itself would consume a row of a map input after distribution;
   declined.
@@ -59,7 +59,7 @@ from pyshark.core import ir
 from pyshark.core.traverse import free_vars, iter_stms
 from pyshark.core.types import ArrayType, BOOL, I64, ScalarType, array_of
 
-from .analysis import Facts, _Regular, consumable_names, may_raise
+from .analysis import Facts, RegularResults, consumable_names, may_raise
 from .rewrite import NameGen, binders, fundef_names, map_functions, subst
 
 _SOACS = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter)
@@ -410,8 +410,8 @@ def _live_after(stms, result) -> list[frozenset]:
     return out
 
 
-class _RegularLoops(_Regular):
-    """analysis._Regular (dimensions of a map's array results invariant
+class _RegularLoops(RegularResults):
+    """analysis.RegularResults (dimensions of a map's array results invariant
     across its elements) extended through for-loops (a carried array whose
     dimension is invariant initially and after each iteration, assuming it
     is before) and branches (both sides invariant)."""
