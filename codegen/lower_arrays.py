@@ -397,8 +397,6 @@ def can_delay(lw: Lowerer, names: list, shared: bool = False) -> bool:
     statements of this body, by exactly one SOAC (any number when `shared`:
     a producer that costs nothing to recompute, as iota), with no Update
     before it."""
-    if lw.in_par and False:
-        return False
     for name in names:
         total = lw.body_counts.get(name, 0)
         seen = 0
