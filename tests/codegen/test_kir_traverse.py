@@ -89,6 +89,42 @@ def test_a_renamed_zeroed_alloc_stays_zeroed():
     assert a == K.Alloc(z2, i, zeroed=True) and f == K.Free(z2)
 
 
+def test_expanded_parfor_keeps_zeroed_allocations_it_does_not_expand():
+    """expand.py's interleaving rebuilt the body's other Allocs without
+    `zeroed` (issue 16): a zeroed block whose size the body computes stays
+    in the body, and stays zeroed."""
+    from pyshark.codegen.opencl.expand import expand_allocations
+    out, tmp, z, k = K.KVar("out", K.Ptr(I64)), K.KVar("tmp", K.Ptr(I64)), K.KVar("z", P), \
+        K.KVar("k", I64)
+    body = K.Block((
+        K.Alloc(tmp, K.KConst(3, I64)),                 # expanded and interleaved
+        K.Set(k, K.Bin("add", i, K.KConst(1, I64))),
+        K.Alloc(z, k, zeroed=True),                     # size from the body: stays
+        K.Store(tmp, K.KConst(0, I64), K.Cast(I64, K.Load(z, i))),
+        K.Store(out, i, K.Load(tmp, K.KConst(0, I64))),
+        K.Free(z), K.Free(tmp)))
+    m = K.Module([K.Function("f", (out, n), K.Block((K.ParFor(i, n, body),)))])
+    got = expand_allocations(m)
+    K.check_module(got)
+    allocs = [s for s in K.walk_stms(got.functions[0].body) if isinstance(s, K.Alloc)]
+    assert [a.zeroed for a in allocs if a.var == z] == [True]
+    assert not any(isinstance(s, K.Alloc) and s.var == tmp for s in K.walk_stms(got.functions[0].body))
+
+
+def test_an_expanded_zeroed_allocation_gets_a_zeroed_arena():
+    """Each iteration leaves its block 0, so the arena of all of them is a
+    zeroed block too (expand.py used to allocate it plain)."""
+    from pyshark.codegen.opencl.expand import expand_allocations
+    out, z = K.KVar("out", K.Ptr(I32)), K.KVar("z", P)
+    body = K.Block((K.Alloc(z, K.KConst(4, I64), zeroed=True),
+                    K.Store(out, i, K.Load(z, K.KConst(1, I64))), K.Free(z)))
+    m = K.Module([K.Function("f", (out, n), K.Block((K.ParFor(i, n, body),)))])
+    got = expand_allocations(m)
+    K.check_module(got)
+    allocs = [s for s in K.walk_stms(got.functions[0].body) if isinstance(s, K.Alloc)]
+    assert len(allocs) == 1 and allocs[0].var != z and allocs[0].zeroed
+
+
 def test_walks_and_folds_visit_nested_blocks_in_order():
     x, y = K.KVar("x", I64), K.KVar("y", I64)
     inner = K.Set(y, K.Bin("mul", x, K.Load(K.KVar("q", K.Ptr(I64)), i)))
