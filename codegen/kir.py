@@ -232,7 +232,7 @@ class Store:
     unspecified). Only as `p[i] = v` at the top level of a ParFor body, i
     the ParFor's counter and p a pointer variable that the body does not
     declare or otherwise mention (the checker enforces it;
-    codegen/cpu/streaming.py sets it; OpenCL C ignores it)."""
+    codegen/kir_passes/streaming.py sets it; OpenCL C ignores it)."""
     ptr: Expr
     index: Expr
     value: Expr

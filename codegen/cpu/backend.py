@@ -76,15 +76,15 @@ def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
         target = lower_options.get("target")
         program = optimise(program) if target is None else optimise(program, target=target)
     module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
-    from ..memory import hoist_allocations
+    from ..kir_passes.memory import hoist_allocations
     module = hoist_allocations(module)
     if not getattr(lower_options.get("target"), "gpu", False):
         # a CPU's latency hiding (a GPU runs work-items in lockstep already)
-        from ..mc.jam_while import jam_while_loops
+        from ..kir_passes.jam_while import jam_while_loops
         module = jam_while_loops(module)
     if lower_options.get("target") is None:
         # the LLVM backend's streaming stores (OpenCL C has none)
-        from .streaming import stream_stores
+        from ..kir_passes.streaming import stream_stores
         module = stream_stores(module)
     K.check_module(module)
     return module

@@ -2,7 +2,7 @@
 
 compile: translate and check, lower to the kernel IR shared with the CPU
 backend (codegen.cpu.backend.build_kernels), expand the allocations of
-ParFor bodies into blocks allocated before the loop (expand.py), then spell
+ParFor bodies into blocks allocated before the loop (kir_passes/expand.py), then spell
 every ParFor body as an OpenCL C kernel (emit_cl.py) and everything else as
 a generated Python host module (host.py). The artifact directory holds kernels.cl, host.py,
 the kernel IR they spell as text (kernels.txt) and abi.json (the CPU backend's entry
@@ -61,12 +61,12 @@ def kernels_for(program, options, target):
 
 def translate_kernels(kernels: K.Module, coarsen: int = 1):
     """(host program, [kernel meta], the kernel IR spelled) of a kernel IR
-    module: allocations in ParFor bodies expanded (expand.py), streaming
-    ParFors coarsened by `coarsen` (gpu/coarsen.py), then host code and
+    module: allocations in ParFor bodies expanded (kir_passes/expand.py), streaming
+    ParFors coarsened by `coarsen` (kir_passes/coarsen.py), then host code and
     kernels (host.py, emit_cl.py); the meta are [name, [arg kinds], can_fail,
     group size or None, heap] per kernel."""
-    from ..gpu.coarsen import coarsen_parfors
-    from .expand import expand_allocations
+    from ..kir_passes.coarsen import coarsen_parfors
+    from ..kir_passes.expand import expand_allocations
     from .host import translate
     kernels = coarsen_parfors(expand_allocations(kernels), coarsen)
     K.check_module(kernels)

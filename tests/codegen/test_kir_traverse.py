@@ -93,7 +93,7 @@ def test_expanded_parfor_keeps_zeroed_allocations_it_does_not_expand():
     """expand.py's interleaving rebuilt the body's other Allocs without
     `zeroed` (issue 16): a zeroed block whose size the body computes stays
     in the body, and stays zeroed."""
-    from pyshark.codegen.opencl.expand import expand_allocations
+    from pyshark.codegen.kir_passes.expand import expand_allocations
     out, tmp, z, k = K.KVar("out", K.Ptr(I64)), K.KVar("tmp", K.Ptr(I64)), K.KVar("z", P), \
         K.KVar("k", I64)
     body = K.Block((
@@ -114,7 +114,7 @@ def test_expanded_parfor_keeps_zeroed_allocations_it_does_not_expand():
 def test_an_expanded_zeroed_allocation_gets_a_zeroed_arena():
     """Each iteration leaves its block 0, so the arena of all of them is a
     zeroed block too (expand.py used to allocate it plain)."""
-    from pyshark.codegen.opencl.expand import expand_allocations
+    from pyshark.codegen.kir_passes.expand import expand_allocations
     out, z = K.KVar("out", K.Ptr(I32)), K.KVar("z", P)
     body = K.Block((K.Alloc(z, K.KConst(4, I64), zeroed=True),
                     K.Store(out, i, K.Load(z, K.KConst(1, I64))), K.Free(z)))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import kir as K
-from .kir_traverse import has_expr, map_block, map_bodies, map_stm, walk_stms
+from .. import kir as K
+from ..kir_traverse import has_expr, map_block, map_bodies, map_stm, walk_stms
 
 
 def _assigned(b: K.Block) -> set[str]:

@@ -19,10 +19,10 @@ sliced: p[e] becomes arena[e * n + i] (_Interleave), so that neighbouring
 work-items touch neighbouring addresses. Other allocations stay, and come
 from the work-item heaps of emit_cl.py.
 
-A kir -> kir pass with one decision in it (where memory lives): its natural
-home is codegen/memory.py beside hoist_allocations, which never moves an
-allocation out of a ParFor because on a multicore each iteration allocating
-its own block is fine; here it is not.
+A kir -> kir pass with one decision in it (where memory lives), beside
+memory.py's hoist_allocations, which never moves an allocation out of a
+ParFor because on a multicore each iteration allocating its own block is
+fine; here it is not.
 """
 from __future__ import annotations
 
