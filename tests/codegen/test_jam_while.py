@@ -11,7 +11,7 @@ import pytest
 
 from backend_pair import python_and
 from pyshark.codegen import kir as K
-from pyshark.codegen.cpu.backend import build_kernels
+from pyshark.codegen.stages import build_kernels
 from pyshark.codegen.kir_passes.jam_while import U
 from pyshark.core.check import check_program
 from pyshark.translate import translate_source

@@ -241,7 +241,7 @@ SAXPY = "benchmarks/programs/saxpy.py"
 
 
 def test_a_large_map_streams(pytestconfig):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.cpu.emit_llvm import emit_module
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
