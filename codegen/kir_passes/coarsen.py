@@ -33,8 +33,9 @@ only for bodies where moving the stores is plainly sound:
 
 A Fail moved before an earlier iteration's store changes nothing a caller
 sees: the entry raises, and what the kernel wrote is not returned. Applied
-to kernel IR for an OpenCL device (the gpu pipeline of codegen/stages.py), with F from the
-target record (Target.coarsen; 1 turns it off).
+to kernel IR for an OpenCL device (the last stage of the gpu pipeline,
+codegen/stages.py), with F from the target record (Target.coarsen; 1 turns
+it off).
 """
 from __future__ import annotations
 
