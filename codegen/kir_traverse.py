@@ -169,6 +169,8 @@ def map_stm(s: K.Stm, expr: Optional[Callable[[K.Expr], K.Expr]] = None,
     """s rebuilt with `expr` on each expression it evaluates itself, `block`
     on each nested block and `var` on each variable it declares (each
     function defaults to leaving its parts alone). Static fields are kept."""
+    if expr is None and var is None and not _BLOCKS[s.__class__]:
+        return s                        # a rewrite of blocks only, and s has none
     expr = expr or _identity
     block = block or _identity
     var = var or _identity
@@ -282,11 +284,18 @@ def expr_vars(e: K.Expr) -> set[str]:
 def declared_vars(s: K.Stm) -> set[str]:
     """Variables a statement declares (Set/Alloc targets, loop counters,
     atomic results), including inside its sub-blocks."""
-    out = {v.name for v in binders(s)}
-    for b in sub_blocks(s):
-        for t in walk_stms(b):
-            out.update(v.name for v in binders(t))
+    out: set[str] = set()
+    _add_declared(s, out)
     return out
+
+
+def _add_declared(s: K.Stm, out: set) -> None:
+    cls = s.__class__
+    for n in _BINDERS.get(cls, ()):
+        out.add(getattr(s, n).name)
+    for n in _BLOCKS.get(cls, ()):
+        for t in getattr(s, n).stms:
+            _add_declared(t, out)
 
 
 def free_vars_of_block(block: K.Block) -> set[str]:
