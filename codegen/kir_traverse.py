@@ -15,7 +15,8 @@ naming its fields, and that every rebuild keeps every field):
   `map_bodies` every function body of a module.
 - deep: `walk_stms`, `walk_exprs`, `block_exprs` (pre-order generators),
   `fold_exprs` and `fold_stms` over them, `rewrite_expr` (bottom-up),
-  `rename_expr`/`rename_block`, and the queries `expr_vars`,
+  `rewrite_block_exprs` (every expression of a block, binders too),
+  `rename_expr`/`rename_block`, and the queries `has_expr`, `expr_vars`,
   `declared_vars`, `free_vars_of_block`, `parfor_captures`,
   `block_can_fail`.
 
