@@ -53,7 +53,7 @@ default). `Alloc` returns memory that the caller may later release with C
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from pyshark.core.types import BOOL, F32, F64, I8, I32, I64, ScalarType
@@ -232,7 +232,7 @@ class Store:
     unspecified). Only as `p[i] = v` at the top level of a ParFor body, i
     the ParFor's counter and p a pointer variable that the body does not
     declare or otherwise mention (the checker enforces it;
-    codegen/cpu/streaming.py sets it; OpenCL C ignores it)."""
+    codegen/kir_passes/streaming.py sets it; OpenCL C ignores it)."""
     ptr: Expr
     index: Expr
     value: Expr
@@ -371,6 +371,7 @@ def atomic_max(ptr: Expr, index: Expr, old: KVar, x: Expr) -> AtomicUpdate:
 def atomic_max_operand(s: AtomicUpdate) -> Optional[Expr]:
     """x when s is atomic_max(..., x) on a signed integer (x not reading
     old), else None."""
+    from .kir_traverse import expr_vars
     v, o = s.value, s.old
     if (isinstance(o.type, ScalarType) and o.type.is_signed and isinstance(v, Sel)
             and isinstance(v.cond, Bin) and v.cond.op == "gt" and v.cond.y == o
@@ -397,6 +398,9 @@ Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barr
             LocalAlloc, AtomicUpdate, AtomicLoad]
 
 ERROR_CODES = {name: code for name, (code, _) in RUNTIME_ERRORS.items()}
+# the message of the MemoryError of an Alloc (or of a pass's size check):
+# the element count and the element size
+ALLOC_FAIL_MESSAGE = "cannot allocate {} elements of {} bytes"
 
 
 # ---------------------------------------------------------------------------
@@ -449,198 +453,45 @@ def type_of(e: Expr) -> KType:
     raise TypeError(f"not a kernel IR expression: {e!r}")
 
 
-def children(e: Expr) -> tuple[Expr, ...]:
-    if isinstance(e, Bin):
-        return (e.x, e.y)
-    if isinstance(e, (Un, Cast)):
-        return (e.x,)
-    if isinstance(e, Sel):
-        return (e.cond, e.x, e.y)
-    if isinstance(e, Load):
-        return (e.ptr, e.index)
-    if isinstance(e, PtrAdd):
-        return (e.ptr, e.offset)
-    return ()
+# ---------------------------------------------------------------------------
+# Traversal and the module's other helpers
+#
+# The generic walks over these classes (children, stm_exprs, sub_blocks,
+# walk_stms, rename_block, ...) live in kir_traverse.py, driven by its table
+# of every node's fields by role; the checker and the printer in kir_check.py
+# and kir_pretty.py. They are reachable as attributes of this module
+# (K.walk_stms, K.check_module) and imported on first use (PEP 562's module
+# __getattr__), so that this spec imports none of the modules built on it:
+# no import cycle, whichever of them is imported first.
+
+_ELSEWHERE = {
+    **{name: "kir_traverse" for name in (
+        "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
+        "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail",
+        "rename_expr", "rename_block")},
+    "check_module": "kir_check",
+    "pretty_module": "kir_pretty",
+}
 
 
-def expr_vars(e: Expr) -> set[str]:
-    """Names of the variables an expression reads."""
-    if isinstance(e, KVar):
-        return {e.name}
-    out: set[str] = set()
-    for c in children(e):
-        out |= expr_vars(c)
-    return out
+def __getattr__(name: str):
+    where = _ELSEWHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    value = getattr(importlib.import_module(f"{__package__}.{where}"), name)
+    globals()[name] = value             # later lookups are plain attribute reads
+    return value
 
-
-def stm_exprs(s: Stm) -> tuple[Expr, ...]:
-    """The expressions a statement evaluates itself (not those of sub-blocks)."""
-    if isinstance(s, Set):
-        return (s.value,)
-    if isinstance(s, Store):
-        return (s.ptr, s.index, s.value)
-    if isinstance(s, Alloc):
-        return (s.count,)
-    if isinstance(s, Free):
-        return (s.ptr,)
-    if isinstance(s, CopyMem):
-        return (s.dst, s.src, s.count)
-    if isinstance(s, If):
-        return (s.cond,)
-    if isinstance(s, For):
-        return (s.lo, s.hi)
-    if isinstance(s, While):
-        return (s.cond,)
-    if isinstance(s, Fail):
-        return tuple(s.args)
-    if isinstance(s, ParFor):
-        return (s.count,) + ((s.parallel_if,) if s.parallel_if is not None else ())
-    if isinstance(s, (Barrier, LocalAlloc)):
-        return ()
-    if isinstance(s, AtomicLoad):
-        return (s.ptr, s.index)
-    if isinstance(s, AtomicUpdate):
-        return (s.ptr, s.index, s.value)
-    raise TypeError(f"not a kernel IR statement: {s!r}")
-
-
-def sub_blocks(s: Stm) -> tuple[Block, ...]:
-    if isinstance(s, If):
-        return (s.then, s.orelse)
-    if isinstance(s, (For, While, ParFor)):
-        return (s.body,)
-    return ()
-
-
-def declared_vars(s: Stm) -> set[str]:
-    """Variables a statement declares (Set/Alloc targets, loop counters),
-    including inside its sub-blocks."""
-    out: set[str] = set()
-    if isinstance(s, (Set, Alloc, LocalAlloc, AtomicLoad)):
-        out.add(s.var.name)
-    if isinstance(s, AtomicUpdate):
-        out.add(s.old.name)
-    if isinstance(s, (For, ParFor)):
-        out.add(s.var.name)
-    for b in sub_blocks(s):
-        for t in b.stms:
-            out |= declared_vars(t)
-    return out
-
-
-def free_vars_of_block(block: Block) -> set[str]:
-    """Variables a block reads that it does not declare itself (what a ParFor
-    body captures)."""
-    declared: set[str] = set()
-    read: set[str] = set()
-    for s in block.stms:
-        declared |= declared_vars(s)
-
-    def walk(b: Block):
-        for s in b.stms:
-            for e in stm_exprs(s):
-                read.update(expr_vars(e))
-            for sb in sub_blocks(s):
-                walk(sb)
-    walk(block)
-    return read - declared
-
-
-def walk_stms(block: Block):
-    """Every statement of a block, sub-blocks included, in order."""
-    for s in block.stms:
-        yield s
-        for sb in sub_blocks(s):
-            yield from walk_stms(sb)
-
-
-def rename_expr(e: Expr, m: dict) -> Expr:
-    """e with every variable named in m (name -> KVar) replaced."""
-    if isinstance(e, KVar):
-        return m.get(e.name, e)
-    if isinstance(e, Bin):
-        return replace(e, x=rename_expr(e.x, m), y=rename_expr(e.y, m))
-    if isinstance(e, (Un, Cast)):
-        return replace(e, x=rename_expr(e.x, m))
-    if isinstance(e, Sel):
-        return Sel(rename_expr(e.cond, m), rename_expr(e.x, m), rename_expr(e.y, m))
-    if isinstance(e, Load):
-        return Load(rename_expr(e.ptr, m), rename_expr(e.index, m))
-    if isinstance(e, PtrAdd):
-        return PtrAdd(rename_expr(e.ptr, m), rename_expr(e.offset, m))
-    return e
-
-
-def rename_block(b: Block, m: dict) -> Block:
-    """b with every variable named in m replaced, where it is read and where
-    it is declared (Set/Alloc/loop/atomic targets). No ParFor inside."""
-    r = lambda e: rename_expr(e, m)  # noqa: E731
-    v = lambda x: m.get(x.name, x)   # noqa: E731
-
-    def stm(s: Stm) -> Stm:
-        if isinstance(s, Set):
-            return Set(v(s.var), r(s.value))
-        if isinstance(s, Store):
-            return replace(s, ptr=r(s.ptr), index=r(s.index), value=r(s.value))
-        if isinstance(s, Fail):
-            return Fail(s.kind, s.msg, tuple(r(a) for a in s.args))
-        if isinstance(s, If):
-            return If(r(s.cond), rename_block(s.then, m), rename_block(s.orelse, m))
-        if isinstance(s, While):
-            return While(r(s.cond), rename_block(s.body, m))
-        if isinstance(s, For):
-            return replace(s, var=v(s.var), lo=r(s.lo), hi=r(s.hi), body=rename_block(s.body, m))
-        if isinstance(s, Alloc):
-            return Alloc(v(s.var), r(s.count))
-        if isinstance(s, Free):
-            return Free(r(s.ptr))
-        if isinstance(s, CopyMem):
-            return CopyMem(r(s.dst), r(s.src), r(s.count))
-        if isinstance(s, AtomicUpdate):
-            return AtomicUpdate(r(s.ptr), r(s.index), v(s.old), r(s.value))
-        if isinstance(s, AtomicLoad):
-            return AtomicLoad(v(s.var), r(s.ptr), r(s.index))
-        if isinstance(s, LocalAlloc):
-            return LocalAlloc(v(s.var), s.count)
-        if isinstance(s, Barrier):
-            return s
-        raise TypeError(f"rename_block: unexpected {type(s).__name__}")
-    return Block(tuple(stm(s) for s in b.stms))
-
-
-def parfor_captures(p: "ParFor") -> list:
-    """The variables a ParFor body reads and does not declare (its index
-    excluded), as KVars sorted by name: what a backend passes to the body
-    (emit_parfor.py's outlined function, emit_cl.py's kernel arguments)."""
-    seen: dict = {}
-
-    def ex(e):
-        if isinstance(e, KVar):
-            seen.setdefault(e.name, e)
-        for c in children(e):
-            ex(c)
-    for s in walk_stms(p.body):
-        for e in stm_exprs(s):
-            ex(e)
-    return [seen[n] for n in sorted(free_vars_of_block(p.body) - {p.var.name})]
-
-
-def block_can_fail(block: Block) -> bool:
-    """Whether a block can stop the entry with an error (a Fail, or an
-    Alloc, which fails with MemoryError)."""
-    return any(isinstance(s, (Fail, Alloc)) for s in walk_stms(block))
-
-
-from .kir_check import check_module  # noqa: E402  (re-export)
-from .kir_pretty import pretty_module  # noqa: E402  (re-export)
 
 __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
     "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
     "AtomicLoad", "atomic_max", "atomic_max_operand",
-    "Stm", "Function", "Module", "ERROR_CODES",
+    "Stm", "Function", "Module", "ERROR_CODES", "ALLOC_FAIL_MESSAGE",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
-    "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail", "rename_expr", "rename_block", "check_module", "pretty_module",
+    "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail", "rename_expr",
+    "rename_block", "check_module", "pretty_module",
     "BOOL", "F32", "F64", "I8", "I32", "I64",
 ]

@@ -86,9 +86,9 @@ class KirBackend(Backend):
     description = "development backend: the kernel IR in its reference interpreter (slow)"
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        from .cpu.backend import build_kernels
+        from .stages import build_kernels
         program = translate_and_check(path, text=source_text)
-        kernels = build_kernels(program, self.options, par_min=4)
+        kernels = build_kernels(program, self.options, par_min=4)  # the cpu backend's pipeline
         (Path(directory) / KERNELS_FILE).write_bytes(pickle.dumps((kernels, program)))
         return program, {"kernels": KERNELS_FILE}
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pyshark.core.types import BOOL, I64, ScalarType
 
 from . import kir as K
+from .kir_traverse import block_exprs, has_expr, walk_stms
 
 
 class KirError(Exception):
@@ -180,18 +181,16 @@ def _atomic(s: K.AtomicUpdate, scope: dict, in_par: bool, outer: set | None):
 
 
 def _uses_group_ops(b: K.Block) -> bool:
-    def ex(e) -> bool:
-        return isinstance(e, _GROUP_EXPRS) or any(ex(c) for c in K.children(e))
-    return any(isinstance(s, _GROUP_STMS) or any(ex(e) for e in K.stm_exprs(s))
-               for s in _walk(b))
+    return (any(isinstance(s, _GROUP_STMS) for s in walk_stms(b))
+            or any(isinstance(e, _GROUP_EXPRS) for e in block_exprs(b)))
 
 
 def _check_group_body(p: K.ParFor) -> None:
     if not isinstance(p.group_size, int) or p.group_size <= 0:
         raise KirError(f"group size {p.group_size!r} (needs a positive int)")
-    if any(isinstance(s, (K.Fail, K.Alloc, K.Free)) for s in _walk(p.body)):
+    if any(isinstance(s, (K.Fail, K.Alloc, K.Free)) for s in walk_stms(p.body)):
         raise KirError("a work-group ParFor body may not Fail, Alloc or Free")
-    for s in _walk(p.body):
+    for s in walk_stms(p.body):
         if isinstance(s, K.LocalAlloc) and s not in p.body.stms:
             raise KirError(f"local alloc of {s.var.name} below the body's top level")
 
@@ -204,9 +203,7 @@ def _check_group_ops_placement(b: K.Block) -> None:
             if s.group_size is None and _uses_group_ops(s.body):
                 raise KirError("work-group operations in a ParFor without a group size")
             continue
-        if isinstance(s, _GROUP_STMS) or any(
-                _uses_group_ops(K.Block((K.Set(K.KVar("_", K.I64), e),)))
-                for e in K.stm_exprs(s)):
+        if isinstance(s, _GROUP_STMS) or any(has_expr(e, _GROUP_EXPRS) for e in K.stm_exprs(s)):
             raise KirError(f"work-group operation outside a ParFor: {s!r}")
         for sb in K.sub_blocks(s):
             _check_group_ops_placement(sb)
@@ -243,7 +240,7 @@ def _check_nontemporal_only_written(p: K.ParFor) -> None:
     if not nt:
         return
     names = {s.ptr.name for s in nt if isinstance(s.ptr, K.KVar)}
-    for s in K.walk_stms(p.body):
+    for s in walk_stms(p.body):
         exprs = (s.index, s.value) if any(s is t for t in nt) else K.stm_exprs(s)
         for e in exprs:
             bad = K.expr_vars(e) & names
@@ -260,16 +257,9 @@ def check_function(f: K.Function, module: K.Module | None = None) -> None:
     _check_group_ops_placement(f.body)
     _check_nontemporal_placement(f.body)
     if module is not None:
-        for s in _walk(f.body):
+        for s in walk_stms(f.body):
             if isinstance(s, K.Fail) and not 0 <= s.msg < len(module.messages):
                 raise KirError(f"Fail names message {s.msg}, which does not exist")
-
-
-def _walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from _walk(sb)
 
 
 def check_module(m: K.Module) -> None:

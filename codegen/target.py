@@ -26,7 +26,7 @@ class Target:
                                 # interchange; on for devices, PYSHARK_OPENCL_FLATTEN=0
                                 # turns it off)
     coarsen: int = 1            # gpu: iterations per work-item of a streaming ParFor
-                                # (gpu/coarsen.py; 1: none)
+                                # (kir_passes/coarsen.py; 1: none)
     fill: int = 32              # gpu: a full pass over an array (reduce, scan, filter)
                                 # runs NumThreads x fill work-items (gpu/group.group_count)
 

@@ -1,8 +1,9 @@
 """The `pyshark` command: test, show, build, bench.
 
     pyshark test PATH [--backend B ...]     run embedded/JSON test cases
-    pyshark show module.py --ir core        print the core IR of a module (or kernels,
-                                            llvm, opencl: the OpenCL C and host code)
+    pyshark show module.py --ir STAGE       print a module after any named stage of a
+                                            backend's pipeline (codegen/stages.py), or
+                                            as core IR, kernels, llvm, opencl
     pyshark devices                         list the OpenCL platforms and devices
                                             (each usable, or why not)
     pyshark setup-opencl                    install an OpenCL CPU runtime that builds here
@@ -89,12 +90,82 @@ def cmd_test(args) -> int:
     return 1 if failed else 0
 
 
+# `pyshark show --ir` names a stage of a backend's pipeline (codegen/stages.py)
+# or one of these: the input, the emitters' outputs, and the older names.
+_SHOW_VIEWS = {
+    "core": "the translated program (before any stage)",
+    "fused": "after the last core IR pass",
+    "kernels": "the kernel IR the emitter spells (after the last stage)",
+    "llvm-raw": "LLVM IR as emitted (cpu)",
+    "llvm": "optimised LLVM IR (cpu)",
+    "opencl": "the OpenCL C kernels and the generated host code (opencl)",
+}
+
+
+def _show_pipelines(unsafe: bool = False, opencl_target=None) -> dict:
+    """backend -> its stage list (the opencl one for `opencl_target`, or a
+    generic GPU target)."""
+    from pyshark.codegen.stages import pipeline_for
+    from pyshark.codegen.target import gpu_target
+    gpu = opencl_target if opencl_target is not None else gpu_target(256, 32768, False)
+    return {"cpu": pipeline_for(None, unsafe=unsafe),
+            "kir": pipeline_for(None, unsafe=unsafe, par_min=4),
+            "opencl": pipeline_for(gpu, unsafe=unsafe)}
+
+
+def _stage_list() -> str:
+    """Every stage of each backend's pipeline, in order."""
+    pipelines = _show_pipelines()
+    cpu = ", ".join(n for n, _ in pipelines["cpu"])
+    gpu = ", ".join(n for n, _ in pipelines["opencl"])
+    return f"for cpu and kir {cpu}; for opencl {gpu}"
+
+
+def _stage_help() -> str:
+    """The --ir help: every view, and every stage of each backend's pipeline."""
+    views = "; ".join(f"{k}: {v}" for k, v in _SHOW_VIEWS.items())
+    return f"{views}; or the output of a stage, in pipeline order: {_stage_list()} (default: core)"
+
+
+def _show_backend(args) -> str:
+    """The backend whose pipeline `show` runs: --backend, else opencl for
+    --ir opencl or a stage only its pipeline has, else cpu."""
+    if args.backend:
+        return args.backend
+    cpu = [n for n, _ in _show_pipelines()["cpu"]]
+    return "cpu" if args.ir in cpu or (args.ir in _SHOW_VIEWS and args.ir != "opencl") \
+        else "opencl"
+
+
+def _views_for(backend: str) -> list[str]:
+    emitted = {"opencl": ("opencl",), "cpu": ("llvm-raw", "llvm")}.get(backend, ())
+    return [v for v in _SHOW_VIEWS if v not in ("llvm-raw", "llvm", "opencl") or v in emitted]
+
+
 def cmd_show(args) -> int:
     from pyshark.translate import translate_file
     from pyshark.core.pretty import pretty_program
     path = Path(args.module)
     if not path.is_file():
         print(f"pyshark show: no such module: {path}", file=sys.stderr)
+        return 2
+    known = set(_SHOW_VIEWS) | {n for st in _show_pipelines().values() for n, _ in st}
+    if args.ir not in known:
+        print(f"pyshark show: no stage {args.ir!r}; the stages are: {_stage_list()}; or: "
+              f"{', '.join(_SHOW_VIEWS)}", file=sys.stderr)
+        return 2
+    backend = _show_backend(args)
+    target, where = None, None
+    if backend == "opencl":
+        found = _opencl_target(args.device)
+        if found is None:
+            return 2
+        target, where = found
+    stages = _show_pipelines(args.unsafe, target)[backend]
+    names = [n for n, _ in stages]
+    if args.ir not in names and args.ir not in _views_for(backend):
+        print(f"pyshark show: no stage {args.ir!r} for backend {backend}; the stages are: "
+              f"{', '.join(names)}; or: {', '.join(_views_for(backend))}", file=sys.stderr)
         return 2
     try:
         program = translate_file(str(path))
@@ -105,51 +176,52 @@ def cmd_show(args) -> int:
         print(pretty_program(program))
         return 0
     from pyshark.core.check import check_program
+    from pyshark.codegen.kir import check_module, pretty_module
+    from pyshark.codegen.stages import run_stages
     check_program(program)
-    if args.ir == "fused":
-        try:
-            from pyshark.codegen.pipeline import optimise
-        except ImportError:
-            print("pyshark show: the middle end (codegen/pipeline.py) is not built yet",
-                  file=sys.stderr)
-            return 2
-        print(pretty_program(optimise(program)))
+    until = names[names.index("lower") - 1] if args.ir == "fused" else \
+        args.ir if args.ir in names else None
+    out = run_stages(program, stages, until=until)
+    if until is not None and until != names[-1]:
+        print(pretty_program(out) if until in names[:names.index("lower")]
+              else pretty_module(out))
         return 0
-    from pyshark.codegen.cpu.backend import build_kernels
-    from pyshark.wrapper.backend import Options
-    options = Options(unsafe=args.unsafe, fastmath=args.fastmath)
+    check_module(out)                   # the emitter's input, as the backends check it
     if args.ir == "opencl":
-        return _show_opencl(program, options, args.device)
-    kernels = build_kernels(program, options)
-    if args.ir == "kernels":
-        from pyshark.codegen.kir import pretty_module
-        print(pretty_module(kernels))
+        return _show_opencl(out, where)
+    if args.ir in ("llvm", "llvm-raw"):
+        from pyshark.codegen.cpu.emit_llvm import emit_module
+        text = emit_module(out, fastmath=args.fastmath)
+        if args.ir == "llvm":
+            from pyshark.codegen.cpu.link import optimised_ir
+            text = optimised_ir(text)
+        print(text)
         return 0
-    from pyshark.codegen.cpu.emit_llvm import emit_module
-    text = emit_module(kernels, fastmath=args.fastmath)
-    if args.ir == "llvm":
-        from pyshark.codegen.cpu.link import optimised_ir
-        text = optimised_ir(text)
-    print(text)
+    print(pretty_module(out))
     return 0
 
 
-def _show_opencl(program, options, spec) -> int:
-    """The OpenCL C program and the host module the opencl backend builds:
-    for the device it would run on (its work-group and local memory
-    limits), or a generic GPU target when there is no device."""
-    from pyshark.codegen.opencl.backend import kernels_for
+def _opencl_target(spec):
+    """(target, where) of the device the opencl backend would run on (its
+    work-group and local memory limits), or a generic GPU target when there
+    is no device; None (after saying why) when `spec` names no device."""
     from pyshark.codegen.target import gpu_target
     try:
         from pyshark.codegen.opencl import runtime
         dev = runtime.device(spec)
-        target, where = dev.target(), dev.name
+        return dev.target(), dev.name
     except Exception as exc:            # no pyopencl, no device, no match
         if spec:
             print(f"pyshark show: {exc}", file=sys.stderr)
-            return 2
-        target, where = gpu_target(256, 32768, False), "no OpenCL device: a generic GPU target"
-    hp, meta, _ = kernels_for(program, options, target)
+            return None
+        return gpu_target(256, 32768, False), "no OpenCL device: a generic GPU target"
+
+
+def _show_opencl(kernels, where: str) -> int:
+    """The OpenCL C program and the host module the opencl backend builds
+    from the last stage's kernel IR."""
+    from pyshark.codegen.opencl.backend import spell_kernels
+    hp, meta, _ = spell_kernels(kernels)
     print(f"// OpenCL C for {where} ({len(meta)} kernels)")
     print(hp.cl_source)
     print(f"# host code (Python){'; ParFors run on the host: ' + str(hp.host_parfors) if hp.host_parfors else ''}")
@@ -263,11 +335,9 @@ def make_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("show", help="print the intermediate representation of a module")
     s.add_argument("module")
-    s.add_argument("--ir", choices=["core", "fused", "kernels", "llvm", "llvm-raw", "opencl"],
-                   default="core", help="which stage: core (translated), fused (after the "
-                   "middle end), kernels (kernel IR), llvm (optimised LLVM IR), llvm-raw "
-                   "(LLVM IR as emitted), opencl (the OpenCL C kernels and the generated "
-                   "host code); default: core")
+    s.add_argument("--ir", metavar="STAGE", default="core", help=_stage_help())
+    s.add_argument("--backend", choices=["cpu", "opencl", "kir"],
+                   help="whose pipeline (default: cpu, or opencl for a stage only it has)")
     s.add_argument("--device", metavar="SPEC", help="--ir opencl: for this OpenCL device "
                    "(as Wrapper(device=...); default: the default device)")
     s.add_argument("--unsafe", action="store_true", help="as compiled with unsafe=True")

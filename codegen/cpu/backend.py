@@ -1,9 +1,9 @@
 """Backend "cpu": core IR -> kernel IR -> LLVM IR -> a shared library.
 
-compile: translate and check, optimise (codegen/pipeline.py when present),
-lower to the kernel IR (codegen/lower.py), spell it in LLVM IR
-(emit_llvm.py), optimise for the host CPU and link with the system C
-compiler (link.py). The artifact directory holds the library, the kernel
+compile: translate and check, run the stages of the mc family's pipeline
+(codegen/stages.py: the core passes, the lowering to the kernel IR, the
+kernel IR passes), spell the result in LLVM IR (emit_llvm.py), optimise for
+the host CPU and link with the system C compiler (link.py). The artifact directory holds the library, the kernel
 ABI of each entry (abi.json: parameter layout and error messages) and a C
 header declaring each entry.
 
@@ -63,31 +63,6 @@ def _libc():
 _free = _libc().free
 _free.argtypes = [ctypes.c_void_p]
 _free.restype = None
-
-
-def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:
-    """The kernel IR of every entry of a checked program."""
-    from ..lower import Options as LowerOptions, lower_program
-    try:
-        from ..pipeline import optimise
-    except ImportError:          # the middle end is optional
-        optimise = None
-    if optimise is not None:
-        target = lower_options.get("target")
-        program = optimise(program) if target is None else optimise(program, target=target)
-    module = lower_program(program, LowerOptions(unsafe=options.unsafe, **lower_options))
-    from ..memory import hoist_allocations
-    module = hoist_allocations(module)
-    if not getattr(lower_options.get("target"), "gpu", False):
-        # a CPU's latency hiding (a GPU runs work-items in lockstep already)
-        from ..mc.jam_while import jam_while_loops
-        module = jam_while_loops(module)
-    if lower_options.get("target") is None:
-        # the LLVM backend's streaming stores (OpenCL C has none)
-        from .streaming import stream_stores
-        module = stream_stores(module)
-    K.check_module(module)
-    return module
 
 
 def abi_of(program: ir.Program) -> dict:
@@ -260,10 +235,11 @@ class CpuBackend(Backend):
         return importlib.util.find_spec("llvmlite") is not None
 
     def compile(self, path: Path, source_text: str, directory: Path):
+        from ..stages import build_kernels
         from .emit_llvm import emit_module
         from .link import optimise_and_build
         program = translate_and_check(path, text=source_text)
-        kernels = build_kernels(program, self.options)
+        kernels = build_kernels(program, self.options)      # stages.pipeline_for(MULTICORE)
         llvm_ir = emit_module(kernels, fastmath=self.options.fastmath)
         directory = Path(directory)
         optimise_and_build(llvm_ir, directory / LIB_FILE, fastmath=self.options.fastmath)

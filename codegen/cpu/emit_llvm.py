@@ -77,7 +77,7 @@ from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
 
-ALLOC_FAIL_MESSAGE = "cannot allocate {} elements of {} bytes"
+ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
 
 # The ctx struct (see kir.py): field numbers and the LLVM type.
 CTX_CODE, CTX_MSG, CTX_ARGS, CTX_NTHREADS, CTX_PAD = range(5)
@@ -711,7 +711,7 @@ class _ModEmitter:
         return self._nontemporal_md
 
     def emit(self) -> str:
-        if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in _walk(f.body)):
+        if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in K.walk_stms(f.body)):
             self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
         for f in self.kmod.functions:
             self.function(f)
@@ -738,13 +738,6 @@ class _ModEmitter:
     def parfor(self, host: _FnEmitter, s: K.ParFor):
         from .emit_parfor import spell_parfor
         spell_parfor(self, host, s)
-
-
-def _walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from _walk(sb)
 
 
 def emit_module(m: K.Module, *, fastmath: bool = False, triple: Optional[str] = None,

@@ -1,10 +1,12 @@
 """Backend "opencl": core IR -> kernel IR -> OpenCL C kernels + Python host code.
 
-compile: translate and check, lower to the kernel IR shared with the CPU
-backend (codegen.cpu.backend.build_kernels), expand the allocations of
-ParFor bodies into blocks allocated before the loop (expand.py), then spell
-every ParFor body as an OpenCL C kernel (emit_cl.py) and everything else as
-a generated Python host module (host.py). The artifact directory holds kernels.cl, host.py,
+compile: translate and check, run the stages of the gpu family's pipeline
+for the device's target (codegen/stages.py: the core passes with kernel
+extraction, the lowering with the gpu/ algorithms, the kernel IR passes,
+among them the expansion of ParFor bodies' allocations into blocks
+allocated before the loop and coarsening), then spell every ParFor body as
+an OpenCL C kernel (emit_cl.py) and everything else as a generated Python
+host module (host.py). The artifact directory holds kernels.cl, host.py,
 the kernel IR they spell as text (kernels.txt) and abi.json (the CPU backend's entry
 ABI and error messages, plus the kernels and the hashes of both sources).
 
@@ -53,23 +55,19 @@ def _sha256(text: str) -> str:
 
 
 def kernels_for(program, options, target):
-    """What the opencl backend builds for a checked program and a gpu
-    target: translate_kernels of the shared lowering's kernel IR."""
-    from ..cpu.backend import build_kernels
-    return translate_kernels(build_kernels(program, options, target=target), target.coarsen)
+    """(host program, [kernel meta], the kernel IR spelled) for a checked
+    program and a gpu target: every stage of codegen/stages.pipeline_for(
+    target), then spell_kernels."""
+    from ..stages import build_kernels
+    return spell_kernels(build_kernels(program, options, target=target))
 
 
-def translate_kernels(kernels: K.Module, coarsen: int = 1):
-    """(host program, [kernel meta], the kernel IR spelled) of a kernel IR
-    module: allocations in ParFor bodies expanded (expand.py), streaming
-    ParFors coarsened by `coarsen` (gpu/coarsen.py), then host code and
-    kernels (host.py, emit_cl.py); the meta are [name, [arg kinds], can_fail,
-    group size or None, heap] per kernel."""
-    from ..gpu.coarsen import coarsen_parfors
-    from .expand import expand_allocations
+def spell_kernels(kernels: K.Module):
+    """(host program, [kernel meta], kernels) of kernel IR that went through
+    a gpu pipeline (its ParFor bodies fit kernels): the host code and the
+    kernels (host.py, emit_cl.py); the meta are [name, [arg kinds],
+    can_fail, group size or None, heap] per kernel."""
     from .host import translate
-    kernels = coarsen_parfors(expand_allocations(kernels), coarsen)
-    K.check_module(kernels)
     hp = translate(kernels)
     meta = [[k.name, ["ptr" if a.is_ptr else a.type.value for a in k.args], k.can_fail,
              k.group_size, k.heap] for k in hp.kernels]

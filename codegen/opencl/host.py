@@ -78,13 +78,6 @@ _PY_TYPES = {"i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "u8", "
              "u32": "u32", "u64": "u64", "f32": "f32", "f64": "f64", "bool": "b1"}
 
 
-def _walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from _walk(sb)
-
-
 @dataclass
 class HostProgram:
     py_source: str          # the host module (Python)
@@ -269,7 +262,7 @@ class _ModGen:
         return [f"{name} = {text}" for text, name in self.consts.items()]
 
     def generate(self) -> HostProgram:
-        if any(isinstance(s, K.Alloc) for f in self.m.functions for s in _walk(f.body)):
+        if any(isinstance(s, K.Alloc) for f in self.m.functions for s in K.walk_stms(f.body)):
             self.alloc_msg()
         fn_lines = []
         for f in self.m.functions:

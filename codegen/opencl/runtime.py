@@ -230,7 +230,7 @@ class Device:
         # Kernel extraction (codegen/opt/flatten.py); PYSHARK_OPENCL_FLATTEN=0
         # turns it off (LocVolCalib then keeps only its outer parallelism).
         flatten = os.environ.get("PYSHARK_OPENCL_FLATTEN", "1") == "1"
-        # iterations per work-item of streaming kernels (gpu/coarsen.py; 1: off)
+        # iterations per work-item of streaming kernels (kir_passes/coarsen.py; 1: off)
         coarsen = int(os.environ.get("PYSHARK_OPENCL_COARSEN", "4"))
         # work-items of a pass over an array, per unit of NumThreads (gpu/group.group_count)
         fill = int(os.environ.get("PYSHARK_OPENCL_FILL", "32"))

@@ -123,7 +123,7 @@ def test_flat_index_split_into_rows_and_columns(tmp_path):
         cols = len(g[0])
         return ps.tabulate_2d(rows, cols, lambda r, c: g[r, c] + g[max(r - 1, 0), c])
     """
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.wrapper.backend import Options as BackendOptions
     program = translate_source(HEAD + textwrap.dedent(src), "<t>")
     check_program(program)

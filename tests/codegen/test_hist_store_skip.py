@@ -68,7 +68,7 @@ def test_selection_histograms_agree_with_python_mode(path, backend, n):
 
 def test_the_private_histogram_stores_only_when_a_bin_changes():
     from pyshark.codegen import kir as K
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.translate import translate_source
     from pyshark.core.check import check_program
     from pyshark.wrapper.backend import Options

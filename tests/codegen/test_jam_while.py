@@ -1,5 +1,5 @@
 """Unroll-and-jam with predication of a parallel loop around a while loop
-(codegen/mc/jam_while.py): done where the while body is safe to run on
+(codegen/kir_passes/jam_while.py): done where the while body is safe to run on
 thrown-away values, never where it loads or divides, and bit-exact with
 Python mode at every width (whole blocks of U, remainders, empty)."""
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 
 from backend_pair import python_and
 from pyshark.codegen import kir as K
-from pyshark.codegen.cpu.backend import build_kernels
-from pyshark.codegen.mc.jam_while import U
+from pyshark.codegen.stages import build_kernels
+from pyshark.codegen.kir_passes.jam_while import U
 from pyshark.core.check import check_program
 from pyshark.translate import translate_source
 

@@ -1,4 +1,4 @@
-"""codegen/memory.py: loop-invariant temporaries are allocated once per loop
+"""codegen/kir_passes/memory.py: loop-invariant temporaries are allocated once per loop
 and reused; everything else stays where it was."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 from pyshark.codegen import kir as K
 from pyshark.codegen.kir_interp import Buffer, run_function
 from pyshark.codegen.lower import Options, lower_program, symbol
-from pyshark.codegen.memory import hoist_allocations
+from pyshark.codegen.kir_passes.memory import hoist_allocations
 from pyshark.core.check import check_program
 from pyshark.core.types import F64, I64
 from pyshark.translate import translate_source

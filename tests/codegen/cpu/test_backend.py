@@ -180,7 +180,7 @@ def test_bad_inputs_give_clear_errors(tmp_path):
 
 
 def test_unsafe_drops_bounds_checks_only(tmp_path):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.kir import pretty_module
     from pyshark.wrapper.backend import Options, translate_and_check
     program = translate_and_check(module(tmp_path, ERRORS_SRC))
@@ -269,7 +269,7 @@ def test_vector_math_calls_libmvec_and_stays_accurate(tmp_path):
 
 
 def test_fastmath_relaxes_and_stays_close(tmp_path):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.cpu.emit_llvm import emit_module
     from pyshark.wrapper.backend import Options, translate_and_check
     program = translate_and_check(SAXPY)

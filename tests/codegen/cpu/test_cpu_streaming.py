@@ -1,5 +1,5 @@
 """Streaming (nontemporal) stores: the kir flag and its checks, the pass
-that sets it (codegen/cpu/streaming.py), the LLVM spelling (emit_parfor.py:
+that sets it (codegen/kir_passes/streaming.py), the LLVM spelling (emit_parfor.py:
 block buffers copied out by aligned movnt* stores), and end to end against
 Python mode."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from cpu_harness import BOOL, F32, F64, I64, K, P, build, c64, np, v
 from pyshark.codegen.cpu import link
-from pyshark.codegen.cpu import streaming as S
+from pyshark.codegen.kir_passes import streaming as S
 from pyshark.codegen.kir_check import KirError
 from pyshark.core.types import I8
 
@@ -241,7 +241,7 @@ SAXPY = "benchmarks/programs/saxpy.py"
 
 
 def test_a_large_map_streams(pytestconfig):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.cpu.emit_llvm import emit_module
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file

@@ -1,4 +1,4 @@
-"""gpu/coarsen.py: streaming ParFors run F iterations per work-item, loads
+"""kir_passes/coarsen.py: streaming ParFors run F iterations per work-item, loads
 before stores, only where moving the stores is sound; the values are those
 of the plain ParFor (kir interpreter and PoCL), at sizes around F."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from pyshark.codegen import kir as K
-from pyshark.codegen.gpu.coarsen import coarsen_parfors
+from pyshark.codegen.kir_passes.coarsen import coarsen_parfors
 from pyshark.codegen.kir_interp import Buffer, run_function
 from pyshark.core.types import F32, I64
 

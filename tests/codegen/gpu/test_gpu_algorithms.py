@@ -179,13 +179,14 @@ def test_unsafe_keeps_fused_gathers_in_work_group_kernels():
 
 
 def _kernels(unsafe=False, lookback=True) -> dict:
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.lower import Options
     from pyshark.codegen.target import gpu_target
     from pyshark.wrapper.backend import translate_and_check
     program = translate_and_check(SRC)
     m = build_kernels(program, Options(unsafe=unsafe),
-                      target=gpu_target(256, 65536, True, lookback=lookback))
+                      target=gpu_target(256, 65536, True, lookback=lookback),
+                      until="hoist-allocations")
     return {f.name.removeprefix("pyshark_"): f for f in m.functions}
 
 

@@ -125,7 +125,7 @@ def test_opencl_agrees_with_python(source, entry, k):
 def _parfors(program_path: str, gpu: bool):
     from pyshark.codegen import kir as K
     from pyshark.codegen import pipeline
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.target import gpu_target
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
@@ -136,7 +136,8 @@ def _parfors(program_path: str, gpu: bool):
     if not gpu:
         pipeline.GPU_PASSES = []
     try:
-        m = build_kernels(p, Options(), target=gpu_target(256, 32768, False))
+        m = build_kernels(p, Options(), target=gpu_target(256, 32768, False),
+                          until="hoist-allocations")
     finally:
         pipeline.GPU_PASSES = saved
     return K.pretty_module(m)

@@ -88,13 +88,14 @@ def _wrapper(path: str, backend: str) -> Wrapper:
 
 
 def _kernels(path, atomics64=True) -> dict:
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
     from pyshark.wrapper.backend import Options
     p = translate_file(str(path))
     check_program(p)
-    m = build_kernels(p, Options(), target=gpu_target(256, 65536, atomics64))
+    m = build_kernels(p, Options(), target=gpu_target(256, 65536, atomics64),
+                      until="hoist-allocations")
     return {f.name.removeprefix("pyshark_"): f for f in m.functions}
 
 

@@ -268,13 +268,14 @@ def test_benchmark_programs(program, entry):
 # -- the kernel IR ------------------------------------------------------------
 
 def _kernels(path, unsafe=False):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
     from pyshark.wrapper.backend import Options
     program = translate_file(str(path))
     check_program(program)
-    return build_kernels(program, Options(unsafe=unsafe), target=gpu_target(256, 65536, True))
+    return build_kernels(program, Options(unsafe=unsafe), target=gpu_target(256, 65536, True),
+                         until="hoist-allocations")
 
 
 def _walk(b: K.Block):

@@ -78,13 +78,14 @@ def test_one_work_item_per_outer_and_row_element(tmp_path):
     """The kernel IR: one plain ParFor whose count is the product of the two
     widths, copying a row per element, and no ParFor over the outer width
     alone with the rows in a loop."""
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.lower import Options
     from pyshark.codegen.target import gpu_target
     from pyshark.wrapper.backend import translate_and_check
     src = tmp_path / "rows.py"
     src.write_text(SOURCE)
-    m = build_kernels(translate_and_check(src), Options(), target=gpu_target(256, 65536, True))
+    m = build_kernels(translate_and_check(src), Options(), target=gpu_target(256, 65536, True),
+                      until="hoist-allocations")
     f = next(f for f in m.functions if f.name.endswith("sweeps"))
     pars = [s for s in K.walk_stms(f.body) if isinstance(s, K.ParFor)]
     copies = [p for p in pars if any(isinstance(s, K.CopyMem) for s in K.walk_stms(p.body))]
@@ -113,13 +114,14 @@ def test_transposes_of_rows_agree_with_python_mode(mods, shape):
 
 
 def test_the_transpose_is_one_kernel_before_the_nest(tmp_path):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.codegen.lower import Options
     from pyshark.codegen.target import gpu_target
     from pyshark.wrapper.backend import translate_and_check
     src = tmp_path / "rows.py"
     src.write_text(SOURCE)
-    m = build_kernels(translate_and_check(src), Options(), target=gpu_target(256, 65536, True))
+    m = build_kernels(translate_and_check(src), Options(), target=gpu_target(256, 65536, True),
+                      until="hoist-allocations")
     f = next(f for f in m.functions if f.name.endswith("columns"))
     pars = [s for s in K.walk_stms(f.body) if isinstance(s, K.ParFor)]
     # the transposes first (no loop), then one element per (matrix, column)

@@ -242,13 +242,13 @@ def test_transpose(source, n, m):
 # -- the kernel IR ------------------------------------------------------------
 
 def _kernels(path, target, unsafe=False):
-    from pyshark.codegen.cpu.backend import build_kernels
+    from pyshark.codegen.stages import build_kernels
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
     from pyshark.wrapper.backend import Options
     program = translate_file(path)
     check_program(program)
-    m = build_kernels(program, Options(unsafe=unsafe), target=target)
+    m = build_kernels(program, Options(unsafe=unsafe), target=target, until="hoist-allocations")
     return {f.name.removeprefix("pyshark_"): f for f in m.functions}
 
 

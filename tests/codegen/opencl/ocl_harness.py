@@ -43,12 +43,15 @@ class Built:
     failure)."""
 
     def __init__(self, m: K.Module, coarsen: int = 1):
-        from pyshark.codegen.opencl.backend import translate_kernels
+        from pyshark.codegen.opencl.backend import spell_kernels
+        from pyshark.codegen.stages import gpu_kernel_stages, run_stages
+        from pyshark.codegen.target import Target
         self.runtime = runtime_or_skip()
         K.check_module(m)
         self.module = m
-        # spelled: after expand.py (and coarsen.py)
-        self.host, meta, self.spelled = translate_kernels(m, coarsen)
+        # spelled: after kir_passes/expand.py (and coarsen.py), checked after each
+        shaped = run_stages(m, gpu_kernel_stages(Target("gpu", coarsen=coarsen)), check=True)
+        self.host, meta, self.spelled = spell_kernels(shaped)
         K.check_module(m)           # messages the translation added keep it valid
         self.dev = self.runtime.device()
         self.kernels = []

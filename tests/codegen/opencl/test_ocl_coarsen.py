@@ -1,4 +1,4 @@
-"""A coarsened streaming kernel (gpu/coarsen.py) built and run on the test
+"""A coarsened streaming kernel (kir_passes/coarsen.py) built and run on the test
 device (PoCL): the values of the plain kernel at sizes around the factor."""
 from __future__ import annotations
 

@@ -253,7 +253,7 @@ def test_expanded_blocks_used_only_through_loads_and_stores_are_interleaved():
     """expand.py: a body that uses its buffer only as p[e] gets element e of
     work-item i at arena[e * n + i] (coalesced); one that offsets the
     pointer keeps a slice per work-item. Same values either way."""
-    from pyshark.codegen.opencl.expand import expand_allocations
+    from pyshark.codegen.kir_passes.expand import expand_allocations
     for offset in (False, True):
         out, tmp, q, k = v("out", P(I64)), v("tmp", P(I64)), v("q", P(I64)), v("k", I64)
         use = ([K.Set(q, K.PtrAdd(tmp, I1)), K.Store(out, i, K.Load(q, c64(1)))] if offset else

@@ -13,7 +13,10 @@ nothing refers to it afterwards, so the next iteration may have it again.
 """
 from __future__ import annotations
 
-from . import kir as K
+from dataclasses import replace
+
+from .. import kir as K
+from ..kir_traverse import has_expr, map_block, map_bodies, map_stm, walk_stms
 
 
 def _assigned(b: K.Block) -> set[str]:
@@ -21,10 +24,6 @@ def _assigned(b: K.Block) -> set[str]:
     for s in b.stms:
         out |= K.declared_vars(s)
     return out
-
-
-def _has_load(e: K.Expr) -> bool:
-    return isinstance(e, K.Load) or any(_has_load(c) for c in K.children(e))
 
 
 def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
@@ -35,14 +34,9 @@ def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     if isinstance(loop, K.For):
         assigned.add(loop.var.name)
     set_count: dict[str, int] = {}
-
-    def count_sets(b):
-        for t in b.stms:
-            if isinstance(t, (K.Set, K.Alloc)):
-                set_count[t.var.name] = set_count.get(t.var.name, 0) + 1
-            for sb in K.sub_blocks(t):
-                count_sets(sb)
-    count_sets(body)
+    for t in walk_stms(body):
+        if isinstance(t, (K.Set, K.Alloc)):
+            set_count[t.var.name] = set_count.get(t.var.name, 0) + 1
     top_sets: dict[str, K.Set] = {}     # filled in order: a size may only use
                                         # definitions that come before its Alloc
     memo: dict[str, bool] = {}
@@ -56,7 +50,7 @@ def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
             return memo[name]
         memo[name] = False
         t = top_sets.get(name)
-        ok = (t is not None and not _has_load(t.value)
+        ok = (t is not None and not has_expr(t.value, K.Load)
               and all(invariant(v) for v in K.expr_vars(t.value)))
         memo[name] = ok
         return ok
@@ -83,12 +77,7 @@ def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     # the definitions the sizes need are computed once before the loop too
     # (and again inside, where the body uses them: the same value)
     order = [t for t in stms if isinstance(t, K.Set) and t.var.name in needed]
-    new_body = K.Block(tuple(keep))
-    if isinstance(loop, K.For):
-        loop = K.For(loop.var, loop.lo, loop.hi, new_body, loop.unroll)
-    else:
-        loop = K.While(loop.cond, new_body)
-    return order + before, loop, after
+    return order + before, replace(loop, body=K.Block(tuple(keep))), after
 
 
 def _defs_needed(e: K.Expr, assigned: set, top_sets: dict) -> list[str]:
@@ -106,42 +95,18 @@ def _defs_needed(e: K.Expr, assigned: set, top_sets: dict) -> list[str]:
     return out
 
 
-def _reassigned_inside(b: K.Block, name: str, alloc) -> bool:
-    """Is `name` set anywhere in b other than by `alloc` (at the top)?"""
-    def walk(blk, top):
-        for s in blk.stms:
-            if s is alloc and top:
-                continue
-            if isinstance(s, (K.Set, K.Alloc)) and s.var.name == name:
-                return True
-            for sb in K.sub_blocks(s):
-                if walk(sb, False):
-                    return True
-        return False
-    return walk(b, True)
-
-
-def _block(b: K.Block, in_par: bool) -> K.Block:
-    out: list = []
-    for s in b.stms:
-        if isinstance(s, K.If):
-            out.append(K.If(s.cond, _block(s.then, in_par), _block(s.orelse, in_par)))
-        elif isinstance(s, K.ParFor):
-            out.append(K.ParFor(s.var, s.count, _block(s.body, True), s.parallel_if, s.group_size))
-        elif isinstance(s, (K.For, K.While)):
-            inner = _block(s.body, in_par)
-            loop = (K.For(s.var, s.lo, s.hi, inner, s.unroll) if isinstance(s, K.For)
-                    else K.While(s.cond, inner))
-            before, loop, after = _hoist_from_loop(loop)
-            out += before
-            out.append(loop)
-            out += after
-        else:
-            out.append(s)
-    return K.Block(tuple(out))
+def _block(b: K.Block) -> K.Block:
+    """b with the allocations of its loops hoisted, inner loops first (a
+    ParFor is not such a loop: nothing leaves it)."""
+    def stm(s: K.Stm):
+        inner = map_stm(s, block=_block)
+        if isinstance(inner, (K.For, K.While)):
+            before, loop, after = _hoist_from_loop(inner)
+            return before + [loop] + after
+        return inner
+    return map_block(b, stm)
 
 
 def hoist_allocations(m: K.Module) -> K.Module:
     """The module with loop-invariant temporaries allocated once per loop."""
-    return K.Module([K.Function(f.name, f.params, _block(f.body, False))
-                     for f in m.functions], list(m.messages))
+    return map_bodies(m, _block)

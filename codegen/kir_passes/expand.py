@@ -19,10 +19,10 @@ sliced: p[e] becomes arena[e * n + i] (_Interleave), so that neighbouring
 work-items touch neighbouring addresses. Other allocations stay, and come
 from the work-item heaps of emit_cl.py.
 
-A kir -> kir pass with one decision in it (where memory lives): its natural
-home is codegen/memory.py beside hoist_allocations, which never moves an
-allocation out of a ParFor because on a multicore each iteration allocating
-its own block is fine; here it is not.
+A kir -> kir pass with one decision in it (where memory lives), beside
+memory.py's hoist_allocations, which never moves an allocation out of a
+ParFor because on a multicore each iteration allocating its own block is
+fine; here it is not.
 """
 from __future__ import annotations
 
@@ -31,30 +31,21 @@ from dataclasses import replace
 from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
-from ..cpu.emit_llvm import ALLOC_FAIL_MESSAGE
+from ..kir import ALLOC_FAIL_MESSAGE
+from ..kir_traverse import has_expr, map_block, map_bodies, map_stm, rewrite_expr, walk_stms
 
 _LIMIT = (1 << 62)
 
 
-def _has_load(e: K.Expr) -> bool:
-    return isinstance(e, K.Load) or any(_has_load(c) for c in K.children(e))
-
-
 def _set_count(b: K.Block, name: str) -> int:
-    n = 0
-    for s in b.stms:
-        if isinstance(s, (K.Set, K.Alloc)) and s.var.name == name:
-            n += 1
-        for sb in K.sub_blocks(s):
-            n += _set_count(sb, name)
-    return n
+    return sum(1 for s in walk_stms(b) if isinstance(s, (K.Set, K.Alloc)) and s.var.name == name)
 
 
 def _expandable(body: K.Block, k: int, declared: set) -> bool:
     a = body.stms[k]
     if not isinstance(a, K.Alloc) or isinstance(a.var.type.elem, K.Ptr):
         return False
-    if _has_load(a.count) or K.expr_vars(a.count) & declared:
+    if has_expr(a.count, K.Load) or K.expr_vars(a.count) & declared:
         return False
     if _set_count(body, a.var.name) != 1:
         return False
@@ -71,7 +62,7 @@ def _direct_only(body: K.Block, p: K.KVar) -> bool:
         if isinstance(e, K.Load) and e.ptr == p:
             return expr_ok(e.index)
         return all(expr_ok(c) for c in K.children(e))
-    for s in K.walk_stms(body):
+    for s in walk_stms(body):
         if isinstance(s, (K.Alloc, K.Free)) and (s.var if isinstance(s, K.Alloc) else s.ptr) == p:
             continue
         if isinstance(s, K.Store) and s.ptr == p:
@@ -97,53 +88,25 @@ class _Interleave:
     def __init__(self, arenas: dict, n: K.KVar, i: K.KVar):
         self.arenas, self.n, self.i = arenas, n, i
 
-    def index(self, e: K.Expr) -> K.Expr:
-        return K.Bin("add", K.Bin("mul", self.expr(e), self.n), self.i)
+    def _slot(self, e: K.Expr) -> K.Expr:
+        return K.Bin("add", K.Bin("mul", e, self.n), self.i)
 
-    def expr(self, e: K.Expr) -> K.Expr:
+    def _load(self, e: K.Expr) -> K.Expr:
         if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar) and e.ptr.name in self.arenas:
-            return K.Load(self.arenas[e.ptr.name], self.index(e.index))
-        if isinstance(e, K.Bin):
-            return K.Bin(e.op, self.expr(e.x), self.expr(e.y), e.reassoc)
-        if isinstance(e, K.Un):
-            return K.Un(e.op, self.expr(e.x))
-        if isinstance(e, K.Cast):
-            return K.Cast(e.to, self.expr(e.x), e.bits)
-        if isinstance(e, K.Sel):
-            return K.Sel(self.expr(e.cond), self.expr(e.x), self.expr(e.y))
-        if isinstance(e, K.Load):
-            return K.Load(self.expr(e.ptr), self.expr(e.index))
-        if isinstance(e, K.PtrAdd):
-            return K.PtrAdd(self.expr(e.ptr), self.expr(e.offset))
+            return K.Load(self.arenas[e.ptr.name], self._slot(e.index))
         return e
 
+    def expr(self, e: K.Expr) -> K.Expr:
+        return rewrite_expr(e, self._load)
+
     def block(self, b: K.Block) -> K.Block:
-        return K.Block(tuple(self.stm(s) for s in b.stms))
+        return map_block(b, self.stm)
 
     def stm(self, s: K.Stm) -> K.Stm:
-        x = self.expr
-        if isinstance(s, K.Store):
-            if isinstance(s.ptr, K.KVar) and s.ptr.name in self.arenas:
-                return replace(s, ptr=self.arenas[s.ptr.name], index=self.index(s.index),
-                               value=x(s.value))
-            return replace(s, ptr=x(s.ptr), index=x(s.index), value=x(s.value))
-        if isinstance(s, K.Set):
-            return K.Set(s.var, x(s.value))
-        if isinstance(s, K.If):
-            return K.If(x(s.cond), self.block(s.then), self.block(s.orelse))
-        if isinstance(s, K.For):
-            return K.For(s.var, x(s.lo), x(s.hi), self.block(s.body), s.unroll)
-        if isinstance(s, K.While):
-            return K.While(x(s.cond), self.block(s.body))
-        if isinstance(s, K.Fail):
-            return K.Fail(s.kind, s.msg, tuple(x(a) for a in s.args))
-        if isinstance(s, K.Alloc):
-            return K.Alloc(s.var, x(s.count))
-        if isinstance(s, K.Free):
-            return K.Free(x(s.ptr))
-        if isinstance(s, K.CopyMem):
-            return K.CopyMem(x(s.dst), x(s.src), x(s.count))
-        raise TypeError(f"expand: unexpected {type(s).__name__}")
+        if isinstance(s, K.Store) and isinstance(s.ptr, K.KVar) and s.ptr.name in self.arenas:
+            return replace(s, ptr=self.arenas[s.ptr.name], index=self._slot(self.expr(s.index)),
+                           value=self.expr(s.value))
+        return map_stm(s, self.expr, self.block)
 
 
 class _Expander:
@@ -156,19 +119,12 @@ class _Expander:
         return K.KVar(f"{hint}_x{self.counter}", t)
 
     def block(self, b: K.Block) -> K.Block:
-        out: list = []
-        for s in b.stms:
-            if isinstance(s, K.ParFor):
-                out += self.parfor(s)
-            elif isinstance(s, K.If):
-                out.append(K.If(s.cond, self.block(s.then), self.block(s.orelse)))
-            elif isinstance(s, K.For):
-                out.append(K.For(s.var, s.lo, s.hi, self.block(s.body), s.unroll))
-            elif isinstance(s, K.While):
-                out.append(K.While(s.cond, self.block(s.body)))
-            else:
-                out.append(s)
-        return K.Block(tuple(out))
+        return map_block(b, self.stm)
+
+    def stm(self, s: K.Stm):
+        if isinstance(s, K.ParFor):
+            return self.parfor(s)
+        return map_stm(s, block=self.block)
 
     def parfor(self, p: K.ParFor) -> list:
         declared: set = {p.var.name}
@@ -182,7 +138,7 @@ class _Expander:
         n, n1 = self.var("n", I64), self.var("n1", I64)
         before: list = [K.Set(n, p.count), K.Set(n1, K.Sel(K.Bin("ge", n, one), n, one))]
         after: list = []
-        replace: dict = {}
+        in_place: dict = {}         # index of an expanded Alloc -> what stands there now
         interleave: dict = {}       # name of an expanded pointer -> its arena (interleaved)
         for k in expand:
             s = stms[k]
@@ -197,25 +153,24 @@ class _Expander:
                 K.Set(c1, K.Sel(K.Bin("ge", c, one), c, one)),
                 K.If(too_big, K.Block((K.Fail("MemoryError", self.m.message(ALLOC_FAIL_MESSAGE),
                                               (c, K.KConst(size, I64))),))),
-                K.Alloc(arena, K.Bin("mul", c1, n)),
+                K.Alloc(arena, K.Bin("mul", c1, n), s.zeroed),   # each slice left 0
             ]
             after.append(K.Free(arena))
             if _direct_only(p.body, s.var):
                 interleave[s.var.name] = arena
-                replace[k] = None
+                in_place[k] = None
             else:
-                replace[k] = K.Set(s.var, K.PtrAdd(arena, K.Bin("mul", p.var, c1)))
+                in_place[k] = K.Set(s.var, K.PtrAdd(arena, K.Bin("mul", p.var, c1)))
         freed = {stms[k].var for k in expand}
-        body = [replace.get(k, t) for k, t in enumerate(stms)
+        body = [in_place.get(k, t) for k, t in enumerate(stms)
                 if not (isinstance(t, K.Free) and t.ptr in freed)]
         body = K.Block(tuple(t for t in body if t is not None))
         if interleave:
             body = _Interleave(interleave, n1, p.var).block(body)
-        return before + [K.ParFor(p.var, n, body, p.parallel_if, p.group_size)] + after
+        return before + [replace(p, count=n, body=body)] + after
 
     def run(self) -> K.Module:
-        fns = [K.Function(f.name, f.params, self.block(f.body)) for f in self.m.functions]
-        return K.Module(fns, self.m.messages)
+        return map_bodies(self.m, self.block, messages=self.m.messages)
 
 
 def expand_allocations(m: K.Module) -> K.Module:

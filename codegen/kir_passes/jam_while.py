@@ -26,11 +26,10 @@ other pointer variables distinct memory); only `post` may fail. The last
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
+from ..kir_traverse import block_exprs, map_block, map_bodies, map_stm, walk_stms
 
 U = 16
 
@@ -39,33 +38,14 @@ U = 16
 # what qualifies
 
 
-def _walk(b: K.Block):
-    for s in b.stms:
-        yield s
-        for sb in K.sub_blocks(s):
-            yield from _walk(sb)
-
-
-def _exprs(b: K.Block):
-    for s in _walk(b):
-        for e in K.stm_exprs(s):
-            yield from _sub(e)
-
-
-def _sub(e: K.Expr):
-    yield e
-    for c in K.children(e):
-        yield from _sub(c)
-
-
 _UNSAFE_INT = frozenset({"div", "rem", "shl", "shr"})
 
 
 def _while_body_safe(b: K.Block) -> bool:
-    for s in _walk(b):
+    for s in walk_stms(b):
         if not isinstance(s, (K.Set, K.If)):
             return False
-    for e in _exprs(b):
+    for e in block_exprs(b):
         if isinstance(e, (K.Load, K.NumThreads)):
             return False
         if isinstance(e, K.Bin) and e.op in _UNSAFE_INT and not K.type_of(e.x).is_float:
@@ -80,21 +60,21 @@ def _split(body: K.Block):
         return None
     k = whiles[0]
     pre, w, post = K.Block(body.stms[:k]), body.stms[k], K.Block(body.stms[k + 1:])
-    for s in _walk(pre):
+    for s in walk_stms(pre):
         if not isinstance(s, (K.Set, K.If)):
             return None
-    for s in _walk(post):
+    for s in walk_stms(post):
         if not isinstance(s, (K.Set, K.If, K.Store, K.Fail)):
             return None
     if not _while_body_safe(w.body):
         return None
-    if any(isinstance(e, K.NumThreads) for e in _exprs(pre)):
+    if any(isinstance(e, K.NumThreads) for e in block_exprs(pre)):
         return None
     stored = set()
-    for s in _walk(post):
+    for s in walk_stms(post):
         if isinstance(s, K.Store):
             stored |= K.expr_vars(s.ptr)
-    for e in list(_exprs(pre)) + list(_exprs(post)):
+    for e in list(block_exprs(pre)) + list(block_exprs(post)):
         if isinstance(e, K.Load) and K.expr_vars(e.ptr) & stored:
             return None
     return pre, w, post
@@ -103,7 +83,7 @@ def _split(body: K.Block):
 def _assigned(b: K.Block) -> list:
     """Variables a block sets (KVars, first occurrence order)."""
     out: dict = {}
-    for s in _walk(b):
+    for s in walk_stms(b):
         if isinstance(s, K.Set):
             out.setdefault(s.var.name, s.var)
     return list(out.values())
@@ -176,26 +156,16 @@ class _Jammer:
         return out
 
     def block(self, b: K.Block, in_par: bool) -> K.Block:
-        out: list = []
-        for s in b.stms:
-            if isinstance(s, K.ParFor):
-                out.append(replace(s, body=self.block(s.body, True)))
-            elif isinstance(s, K.For):
-                s = replace(s, body=self.block(s.body, in_par))
-                out += self.loop(s) if in_par else [s]
-            elif isinstance(s, K.If):
-                out.append(K.If(s.cond, self.block(s.then, in_par), self.block(s.orelse, in_par)))
-            elif isinstance(s, K.While):
-                out.append(K.While(s.cond, self.block(s.body, in_par)))
-            else:
-                out.append(s)
-        return K.Block(tuple(out))
+        """b with its for loops jammed, inner loops first; only inside a
+        ParFor (in_par), where the chains of its iterations are independent."""
+        def stm(s: K.Stm):
+            inner = map_stm(s, block=lambda sb: self.block(sb, in_par or isinstance(s, K.ParFor)))
+            return self.loop(inner) if in_par and isinstance(inner, K.For) else inner
+        return map_block(b, stm)
 
 
 def jam_while_loops(m: K.Module) -> K.Module:
     """The module with every qualifying for loop inside a ParFor jammed U
     ways around its while loop."""
     j = _Jammer()
-    fns = [replace(f, body=j.block(f.body, False)) for f in m.functions]
-    out = K.Module(fns, list(m.messages))
-    return out
+    return map_bodies(m, lambda b: j.block(b, False))

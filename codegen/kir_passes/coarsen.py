@@ -33,8 +33,9 @@ only for bodies where moving the stores is plainly sound:
 
 A Fail moved before an earlier iteration's store changes nothing a caller
 sees: the entry raises, and what the kernel wrote is not returned. Applied
-to kernel IR for an OpenCL device (opencl/backend.py), with F from the
-target record (Target.coarsen; 1 turns it off).
+to kernel IR for an OpenCL device (the last stage of the gpu pipeline,
+codegen/stages.py), with F from the target record (Target.coarsen; 1 turns
+it off).
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from dataclasses import replace
 from pyshark.core.types import I64
 
 from .. import kir as K
+from ..kir_traverse import block_exprs, map_block, map_stm, walk_stms
 
 # body statements (sub-blocks included) above which a ParFor is left alone:
 # F copies of a large body cost registers and instruction cache
@@ -53,12 +55,6 @@ def _base(p: K.Expr):
     while isinstance(p, K.PtrAdd):
         p = p.ptr
     return p.name if isinstance(p, K.KVar) else None
-
-
-def _exprs(e: K.Expr):
-    yield e
-    for c in K.children(e):
-        yield from _exprs(c)
 
 
 class _Function:
@@ -72,8 +68,8 @@ class _Function:
         self.derived: dict[str, set[str]] = {}      # v -> variables set from v
         self.escaped: set[str] = set()
         params = {p.name for p in f.params}
-        stms = list(K.walk_stms(f.body))
-        ptr_sources = {_base(x.ptr) for s in stms for e in K.stm_exprs(s) for x in _exprs(e)
+        stms = list(walk_stms(f.body))
+        ptr_sources = {_base(x.ptr) for x in block_exprs(f.body)
                        if isinstance(x, K.Load) and isinstance(K.type_of(x), K.Ptr)}
         for s in stms:
             if isinstance(s, K.Alloc):
@@ -101,7 +97,7 @@ class _Function:
 def _qualifies(p: K.ParFor, fn: _Function) -> bool:
     if p.group_size is not None:
         return False
-    stms = list(K.walk_stms(p.body))
+    stms = list(walk_stms(p.body))
     if not stms or len(stms) > MAX_BODY:
         return False
     if not all(isinstance(s, (K.Set, K.Store, K.If, K.Fail)) for s in stms):
@@ -110,12 +106,7 @@ def _qualifies(p: K.ParFor, fn: _Function) -> bool:
     stores = [s for s in stms if isinstance(s, K.Store)]
     if not stores or any(id(s) not in top for s in stores):
         return False
-    loaded = set()
-    for s in stms:
-        for e in K.stm_exprs(s):
-            for x in _exprs(e):
-                if isinstance(x, K.Load):
-                    loaded.add(_base(x.ptr))
+    loaded = {_base(x.ptr) for x in block_exprs(p.body) if isinstance(x, K.Load)}
     if not loaded:
         return False            # nothing to batch (zero-fills and the like)
     for s in stores:
@@ -145,17 +136,12 @@ class _Coarsen:
         return K.KVar(name, v.type)
 
     def block(self, b: K.Block) -> K.Block:
-        out = []
-        for s in b.stms:
-            if isinstance(s, K.ParFor) and _qualifies(s, self.fn):
-                out += self.coarsen(s)
-            elif isinstance(s, K.If):
-                out.append(K.If(s.cond, self.block(s.then), self.block(s.orelse)))
-            elif isinstance(s, (K.For, K.While)):
-                out.append(replace(s, body=self.block(s.body)))
-            else:
-                out.append(s)
-        return K.Block(tuple(out))
+        return map_block(b, self.stm)
+
+    def stm(self, s: K.Stm):
+        if isinstance(s, K.ParFor):         # ParFors do not nest
+            return self.coarsen(s) if _qualifies(s, self.fn) else s
+        return map_stm(s, block=self.block)
 
     def coarsen(self, p: K.ParFor) -> list:
         F = self.factor
@@ -169,7 +155,7 @@ class _Coarsen:
         work, stores = [], []
         for k in range(F):
             m = {p.var.name: self.fresh(p.var, f"k{k}_")}
-            for s in K.walk_stms(p.body):
+            for s in walk_stms(p.body):
                 if isinstance(s, K.Set) and s.var.name not in m:
                     m[s.var.name] = self.fresh(s.var, f"k{k}_")
             work.append(K.Set(m[p.var.name], K.Bin("add", i0, K.KConst(k, I64))))
@@ -190,8 +176,7 @@ def coarsen_parfors(m: K.Module, factor: int) -> K.Module:
     docstring); factor <= 1 returns m."""
     if factor <= 1:
         return m
-    fns = [K.Function(f.name, f.params, _Coarsen(f, factor).block(f.body))
-           for f in m.functions]
+    fns = [replace(f, body=_Coarsen(f, factor).block(f.body)) for f in m.functions]
     return K.Module(fns, m.messages)
 
 

@@ -50,6 +50,7 @@ from dataclasses import replace
 from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
+from ..kir_traverse import block_exprs, map_block, map_stm, walk_stms
 
 STREAM_MIN_BYTES = 32 << 20
 OPS_PER_BYTE = 2            # memory_bound: above this, computation bounds a loop
@@ -75,18 +76,12 @@ def _function(f: K.Function, min_bytes: int) -> K.Function:
 
 
 def _block(b: K.Block, fresh: set, min_bytes: int) -> K.Block:
-    out = []
-    for s in b.stms:
+    """b with every ParFor in it (at any depth) marked where it qualifies."""
+    def stm(s: K.Stm) -> K.Stm:
         if isinstance(s, K.ParFor):
-            out.append(_parfor(s, fresh, min_bytes))
-        elif isinstance(s, K.If):
-            out.append(replace(s, then=_block(s.then, fresh, min_bytes),
-                               orelse=_block(s.orelse, fresh, min_bytes)))
-        elif isinstance(s, (K.For, K.While)):
-            out.append(replace(s, body=_block(s.body, fresh, min_bytes)))
-        else:
-            out.append(s)
-    return K.Block(tuple(out))
+            return _parfor(s, fresh, min_bytes)
+        return map_stm(s, block=lambda sb: _block(sb, fresh, min_bytes))
+    return map_block(b, stm)
 
 
 def _parfor(p: K.ParFor, fresh: set, min_bytes: int) -> K.Stm:
@@ -106,7 +101,7 @@ def streamable_stores(p: K.ParFor, fresh: set) -> set:
     being the function's fresh, otherwise unread buffers (by name)."""
     if p.group_size is not None:
         return set()
-    if any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(p.body)):
+    if any(isinstance(s, (K.For, K.While)) for s in walk_stms(p.body)):
         return set()
     if not memory_bound(p.body):
         return set()
@@ -120,7 +115,7 @@ def streamable_stores(p: K.ParFor, fresh: set) -> set:
     # every other mention of a candidate in the body disqualifies it
     declared = set().union(*map(K.declared_vars, p.body.stms))
     other: set = set()
-    for s in K.walk_stms(p.body):
+    for s in walk_stms(p.body):
         exprs = K.stm_exprs(s)
         if any(s is c for cs in cands.values() for c in cs):
             exprs = (s.index, s.value)
@@ -136,24 +131,16 @@ def memory_bound(body: K.Block) -> bool:
     OPS_PER_BYTE operations per byte, a math library call (exp, log, pow,
     ...) counting LIBM_OPS."""
     ops = 0
-    nbytes = 0
     loads = set()                       # the same load twice is one
-
-    def walk(e):
-        nonlocal ops
+    for e in block_exprs(body):
         if isinstance(e, K.Load):
             loads.add(e)
         elif isinstance(e, (K.Bin, K.Un)) and e.op in _LIBM:
             ops += LIBM_OPS
         elif isinstance(e, (K.Bin, K.Un, K.Cast, K.Sel)):
             ops += 1
-        for c in K.children(e):
-            walk(c)
-    for s in K.walk_stms(body):
-        if isinstance(s, K.Store):
-            nbytes += _type_bytes(K.type_of(s.value))
-        for e in K.stm_exprs(s):
-            walk(e)
+    nbytes = sum(_type_bytes(K.type_of(s.value)) for s in walk_stms(body)
+                 if isinstance(s, K.Store))
     nbytes += sum(_type_bytes(K.type_of(e)) for e in loads)
     return ops <= OPS_PER_BYTE * nbytes
 
@@ -165,7 +152,7 @@ def _fresh_unread(f: K.Function) -> set:
     that f never reads."""
     params = {p.name for p in f.params}
     allocated, other_decl, read = set(), set(), set()
-    for s in K.walk_stms(f.body):
+    for s in walk_stms(f.body):
         if isinstance(s, K.Alloc):
             allocated.add(s.var.name)
             read |= K.expr_vars(s.count)

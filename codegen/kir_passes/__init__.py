@@ -1,0 +1,16 @@
+"""The kernel IR -> kernel IR passes, one file a pass; codegen/stages.py
+says which run for a target and in what order.
+
+- memory.py, `hoist_allocations`: loop-invariant temporaries allocated once
+  per loop (every target).
+- jam_while.py, `jam_while_loops`: unroll-and-jam of a parallel loop around
+  a data-dependent while loop (the CPU family: latency hiding).
+- streaming.py, `stream_stores`: nontemporal stores for large fresh
+  results (the CPU family; OpenCL C has none).
+- expand.py, `expand_allocations`: per-iteration buffers of a ParFor body
+  become slices of one block allocated before it (a GPU kernel has no heap).
+- coarsen.py, `coarsen_parfors`: F iterations per work-item of a streaming
+  ParFor, the loads before the stores (GPUs).
+
+Each walks the IR through codegen/kir_traverse.py.
+"""

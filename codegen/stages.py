@@ -1,0 +1,151 @@
+"""One pipeline per target, named stage by stage: from the checked core IR
+to the emitter's input.
+
+`pipeline_for(target)` lists every stage as a (name, function) pair, in
+order: the core passes (codegen/pipeline.py, Program -> Program), the
+lowering ("lower", codegen/lower.py, Program -> kernel IR), then the kernel
+IR passes (codegen/kir_passes/, kernel IR -> kernel IR). Its last stage's
+output is what the target's emitter spells: LLVM IR for the mc family
+(codegen/cpu/emit_llvm.py, the cpu and kir backends), OpenCL C and host code
+for the gpu family (codegen/opencl/host.py). Every backend and
+`pyshark show --ir STAGE` run this list, so the order of the stages is
+written once, here, rather than in `if`s per backend (issue 16 item 3;
+LLVM's and Futhark's pass pipelines are lists the same way).
+
+`run_stages` runs a list; with check=True (the tests) the checker of what a
+stage produced runs after it (pyshark/core/check.py for core IR,
+codegen/kir_check.py for kernel IR), so a broken invariant is reported
+against the stage that broke it.
+"""
+from __future__ import annotations
+
+from functools import partial
+from typing import Callable, Optional
+
+from pyshark.core import ir
+from pyshark.core.check import check_program
+from pyshark.errors import InternalCompilerError
+
+from . import kir as K
+from .kir_check import KirError
+from .kir_passes.coarsen import coarsen_parfors
+from .kir_passes.expand import expand_allocations
+from .kir_passes.jam_while import jam_while_loops
+from .kir_passes.memory import hoist_allocations
+from .kir_passes.streaming import stream_stores
+from .lower import Options as LowerOptions, lower_program
+from .pipeline import passes_for
+from .target import MULTICORE, Target
+
+Stage = tuple[str, Callable]
+
+
+def core_stages(target: Target = MULTICORE) -> list[Stage]:
+    """The core IR passes of codegen/pipeline.py for a target, each under a
+    name of its own: a pass that runs again is named after the one before
+    it (the second simplify is "simplify-after-fuse")."""
+    out: list[Stage] = []
+    seen: set[str] = set()
+    prev = None
+    for name, run in passes_for(target):
+        stage = name if name not in seen else f"{name}-after-{prev}"
+        seen.add(stage)
+        out.append((stage, run))
+        prev = name
+    return out
+
+
+def lowering_stage(target: Target = MULTICORE, unsafe: bool = False,
+                   par_min: Optional[int] = None) -> Stage:
+    """("lower", core IR -> kernel IR) with the lowering's options."""
+    extra = {} if par_min is None else {"par_min": par_min}
+    return ("lower", partial(lower_program, options=LowerOptions(unsafe=unsafe, target=target,
+                                                                 **extra)))
+
+
+def kir_stages(target: Target = MULTICORE) -> list[Stage]:
+    """The kernel IR passes for a target: hoisting for all; while-loop
+    jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
+    already) and streaming stores (x86's; OpenCL C has none) for the mc
+    family; allocation expansion (a kernel has no heap) and coarsening for
+    the gpu family."""
+    stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
+    if target.gpu:
+        return stages + gpu_kernel_stages(target)
+    return stages + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)]
+
+
+def gpu_kernel_stages(target: Target) -> list[Stage]:
+    """The gpu family's passes that shape ParFor bodies into kernels: their
+    allocations expanded into blocks allocated before the loop, streaming
+    ParFors coarsened by target.coarsen."""
+    return [("expand-allocations", expand_allocations),
+            ("coarsen", partial(coarsen_parfors, factor=target.coarsen))]
+
+
+def pipeline_for(target: Optional[Target] = None, *, unsafe: bool = False,
+                 par_min: Optional[int] = None) -> list[Stage]:
+    """Every stage from checked core IR to the emitter's input for a target
+    (None: MULTICORE, the cpu and kir backends); `unsafe` and `par_min` are
+    the lowering's options (codegen/lower.Options)."""
+    target = MULTICORE if target is None else target
+    return (core_stages(target) + [lowering_stage(target, unsafe, par_min)]
+            + kir_stages(target))
+
+
+def stage_names(stages: list[Stage]) -> list[str]:
+    return [name for name, _ in stages]
+
+
+def check_stage(result, k: int, name: str) -> None:
+    """The checker of what stage k (`name`) produced: core IR or kernel IR;
+    InternalCompilerError naming the stage when it is invalid."""
+    try:
+        if isinstance(result, ir.Program):
+            check_program(result)
+        else:
+            K.check_module(result)
+    except (InternalCompilerError, KirError) as exc:
+        what = "core IR" if isinstance(result, ir.Program) else "kernel IR"
+        raise InternalCompilerError(
+            f"stage {k + 1} '{name}' produced invalid {what}: {exc}") from exc
+
+
+def run_stages(program, stages: list[Stage], check: bool = False,
+               until: Optional[str] = None):
+    """Runs the stages in order on `program` (core IR, or kernel IR for a
+    list of kernel IR stages) and returns what the last produced, or the
+    stage named `until` (ValueError when there is none); with check=True
+    the checker of each stage's output runs after it (check_stage)."""
+    if until is not None and until not in stage_names(stages):
+        raise ValueError(f"no stage {until!r}; the stages are: "
+                         f"{', '.join(stage_names(stages))}")
+    x = program
+    for k, (name, run) in enumerate(stages):
+        x = run(x)
+        if check:
+            check_stage(x, k, name)
+        if name == until:
+            break
+    return x
+
+
+def build_kernels(program: ir.Program, options=None, *, target: Optional[Target] = None,
+                  par_min: Optional[int] = None, check: bool = False,
+                  until: Optional[str] = None) -> K.Module:
+    """The emitter's input for a checked program: every stage of
+    pipeline_for(target) (or those up to the kernel IR stage `until`), with
+    the unsafe flag of `options` (a backend's Options; None: safe). The
+    kernel IR is checked at the end (with check=True after every stage), so
+    an emitter can trust it."""
+    unsafe = bool(getattr(options, "unsafe", False))
+    kernels = run_stages(program, pipeline_for(target, unsafe=unsafe, par_min=par_min),
+                         check=check, until=until)
+    if not check:
+        K.check_module(kernels)
+    return kernels
+
+
+__all__ = ["Stage", "core_stages", "lowering_stage", "kir_stages", "gpu_kernel_stages",
+           "pipeline_for",
+           "stage_names", "check_stage", "run_stages", "build_kernels"]
