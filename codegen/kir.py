@@ -368,18 +368,6 @@ def atomic_max(ptr: Expr, index: Expr, old: KVar, x: Expr) -> AtomicUpdate:
     return AtomicUpdate(ptr, index, old, Sel(Bin("gt", x, old), x, old))
 
 
-def atomic_max_operand(s: AtomicUpdate) -> Optional[Expr]:
-    """x when s is atomic_max(..., x) on a signed integer (x not reading
-    old), else None."""
-    from .kir_traverse import expr_vars
-    v, o = s.value, s.old
-    if (isinstance(o.type, ScalarType) and o.type.is_signed and isinstance(v, Sel)
-            and isinstance(v.cond, Bin) and v.cond.op == "gt" and v.cond.y == o
-            and v.y == o and v.x == v.cond.x and o.name not in expr_vars(v.x)):
-        return v.x
-    return None
-
-
 @dataclass(frozen=True)
 class AtomicLoad:
     """var = ptr[index] (global memory) as it is now, for memory that other
@@ -468,7 +456,7 @@ _ELSEWHERE = {
     **{name: "kir_traverse" for name in (
         "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
         "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail",
-        "rename_expr", "rename_block")},
+        "rename_expr", "rename_block", "atomic_max_operand")},
     "check_module": "kir_check",
     "pretty_module": "kir_pretty",
 }

@@ -339,6 +339,17 @@ def rename_block(b: K.Block, m: dict) -> K.Block:
     return rewrite_block_exprs(b, lambda e: rename_expr(e, m), lambda v: m.get(v.name, v))
 
 
+def atomic_max_operand(s: K.AtomicUpdate) -> Optional[K.Expr]:
+    """x when s is atomic_max(..., x) on a signed integer (x not reading
+    old), else None."""
+    v, o = s.value, s.old
+    if (isinstance(o.type, K.ScalarType) and o.type.is_signed and isinstance(v, K.Sel)
+            and isinstance(v.cond, K.Bin) and v.cond.op == "gt" and v.cond.y == o
+            and v.y == o and v.x == v.cond.x and o.name not in expr_vars(v.x)):
+        return v.x
+    return None
+
+
 __all__ = [
     "STATIC", "EXPR", "OPT_EXPR", "EXPRS", "BINDER", "BINDERS", "BLOCK", "STMS",
     "EXPR_CLASSES", "STM_CLASSES", "EXPR_FIELDS", "STM_FIELDS", "STRUCT_FIELDS", "FIELDS",
@@ -346,5 +357,5 @@ __all__ = [
     "map_stm", "map_block", "map_bodies", "walk_stms", "walk_exprs", "block_exprs",
     "fold_exprs", "fold_stms", "rewrite_expr", "rewrite_block_exprs", "has_expr",
     "expr_vars", "declared_vars", "free_vars_of_block", "parfor_captures", "block_can_fail",
-    "rename_expr", "rename_block",
+    "rename_expr", "rename_block", "atomic_max_operand",
 ]

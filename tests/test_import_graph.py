@@ -34,8 +34,6 @@ KNOWN_CYCLES: dict[frozenset, str] = {
         "no item of issue 16 yet: devices.verdicts runs the probe, and the probe's "
         "`--list` child reports devices.platforms() with their verdicts (report() and "
         "that child belong in devices.py)",
-    frozenset({"pyshark.codegen.kir", "pyshark.codegen.kir_check", "pyshark.codegen.kir_pretty"}):
-        "issue 16 items 2-3: kir.py re-exports check_module and pretty_module",
     frozenset({"pyshark.codegen.cpu.link", "pyshark.codegen.cpu.runtime"}):
         "no item of issue 16 yet: runtime.load_library imports link (llvmlite) only to JIT "
         "IR text, so that loading a .so stays light, and link imports runtime's Library "
