@@ -187,6 +187,7 @@ class FunState:
     inlining: list = field(default_factory=list)      # local defs being inlined (recursion guard)
     falloff: Optional[str] = None                     # the test of an if whose else path falls off
     ret_nodes: dict = field(default_factory=dict)     # id(returned value) -> its return expression
+    python_checks: int = 0                            # run-time checks of Python numbers (pynum.py)
 
 
 class Ctx:

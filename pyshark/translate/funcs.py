@@ -269,6 +269,7 @@ def _translate_top(env, top, pattern: Optional[Sequence[bool]] = None, lists: tu
     v = translate_block(ctx, block_stmts(top.node.body), True)
     if v is None:
         raise missing_return(ctx, top.node, fs)
+    b.python_checks = fs.python_checks
     return params, b, v
 
 
@@ -296,9 +297,23 @@ def specialization(env, top, flags) -> str:
         return top.name
     key = (top.name, mask)
     if key not in env.specializations:
-        bits = "".join("1" if m else "0" for m in mask)
-        env.specializations[key] = f"{top.name}__pyrt{int(bits, 2)}"
+        env.specializations[key] = top.name
+        pattern = tuple(RUNTIME if m else False for m in mask)
+        if _python_checks(env, top, pattern) > _python_checks(env, top, None):
+            bits = "".join("1" if m else "0" for m in mask)
+            env.specializations[key] = f"{top.name}__pyrt{int(bits, 2)}"
     return env.specializations[key]
+
+
+def _python_checks(env, top, pattern) -> int:
+    """How many run-time checks of Python numbers the def has with
+    parameters of PyInfos `pattern` (0 where it does not translate: that
+    error is reported elsewhere). A copy is made only where it has more."""
+    try:
+        _, b, _ = _translate_top(env, top, pattern)
+    except CompileError:
+        return 0
+    return b.python_checks
 
 
 # ---------------------------------------------------------------------------

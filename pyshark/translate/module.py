@@ -286,10 +286,13 @@ def _translate_specializations(env: ModuleEnv, functions: dict) -> None:
     from .values import RUNTIME
     done = set()
     while len(done) < len(env.specializations):
-        for (name, mask), spec in list(env.specializations.items()):
-            if spec in done:
+        for key, spec in list(env.specializations.items()):
+            if key in done:
                 continue
-            done.add(spec)
+            done.add(key)
+            name, mask = key
+            if spec == name:
+                continue
             top = env.functions[name]
             pattern = tuple(RUNTIME if m else False for m in mask)
             functions[spec] = _guard(env.src, top.node.name, translate_fundef, env, top,

@@ -164,6 +164,7 @@ def _check_python_divisor(ctx, op: str, written, y: ScalarV, node) -> None:
     Python numbers where numpy gives inf/nan: a run-time check does the
     same in compiled code (pynum.check_binop)."""
     loc = ctx.loc(node)
+    ctx.fs.python_checks += 1
     nonzero = ctx.b.bind1(ir.BinOp("ne", y.atom, ir.Const(y.type.dtype.type(0).item(), y.type)),
                           "nonzero", loc)
     ctx.b.emit(ir.Assert(nonzero, zero_division_message(op, *written), "ZeroDivisionError"), (), loc)

@@ -78,6 +78,7 @@ def _check_numpy_int(c: PCall, x: ScalarV, t: ScalarType) -> None:
     both bounds are exact in f64 for every integer type but the 64-bit
     ones, whose bounds are powers of two."""
     bind = c.bind1
+    c.ctx.fs.python_checks += 1
     info = np.iinfo(t.dtype)
     lo, hi = int(info.min), int(info.max)
     if x.type.is_float:
