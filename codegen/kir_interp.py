@@ -188,25 +188,31 @@ class _Poison:
 POISON = _Poison()
 
 
-def _int_divrem(op: str, x, y):
-    """C's truncating x / y or x % y, after checking the precondition."""
-    t = ScalarType.from_dtype(x.dtype)
-    xi, yi = int(x), int(y)
-    if yi == 0 or (t.is_signed and yi == -1 and xi == -(1 << (t.bits - 1))):
-        raise KirPreconditionError(f"integer {op} of {xi} by {yi} ({t})")
-    q = abs(xi) // abs(yi)
-    q = -q if (xi < 0) != (yi < 0) else q
-    return t.numpy_type(q if op == "div" else xi - q * yi)
+_SIGNED_MIN = {np.dtype(t): int(np.iinfo(t).min) for t in (np.int8, np.int16, np.int32,
+                                                                np.int64)}
 
 
+def _violated(op: str, x, y):
+    raise KirPreconditionError(f"integer {op} of {int(x)} by {int(y)} ({x.dtype})")
+
+
+# int_div and int_rem are host code's too (hostprims.idiv/irem): no lookups
 def int_div(x, y):
     """kir's integer div: C's truncating x / y (precondition checked)."""
-    return _int_divrem("div", x, y)
+    xi, yi = int(x), int(y)
+    if yi == 0 or (yi == -1 and xi == _SIGNED_MIN.get(x.dtype)):
+        _violated("div", x, y)
+    q = abs(xi) // abs(yi)
+    return type(x)(q if (xi < 0) == (yi < 0) else -q)
 
 
 def int_rem(x, y):
-    """kir's integer rem: C's x % y, sign of x (precondition checked)."""
-    return _int_divrem("rem", x, y)
+    """kir's integer rem: C's x % y, the sign of x (precondition checked)."""
+    xi, yi = int(x), int(y)
+    if yi == 0 or (yi == -1 and xi == _SIGNED_MIN.get(x.dtype)):
+        _violated("rem", x, y)
+    r = abs(xi) % abs(yi)
+    return type(x)(-r if xi < 0 else r)
 
 
 def _shift(op: str, ufunc):
