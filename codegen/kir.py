@@ -17,11 +17,13 @@ Values
   path (the checker checks the simple, structural version of this rule).
 
 Expressions are pure trees and never fail; every operand already has the
-right type (no implicit conversions). Primitive operators have C/LLVM
-machine meaning, and the lowering guarantees their preconditions (no integer
-division by zero or INT_MIN / -1, shift amounts in [0, bits)). Python's
-operators (floor division, NaN-propagating min, ...) are built from these by
-codegen/scalar.py, once, for every backend.
+right type (no implicit conversions). Primitive operators have the C/LLVM
+machine meaning that BIN_CLASSES, UN_CLASSES and CAST_CLASSES below state,
+and the lowering guarantees their preconditions (no integer division by
+zero or INT_MIN / -1, shift amounts in [0, bits), no poison observed).
+Python's operators (floor division, NaN-propagating min, numpy's float ->
+int conversion, ...) are built from these by codegen/scalar.py, once, for
+every backend; the emitters are spelling tables over the primitives.
 
 Statements: Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor.
 
@@ -102,40 +104,93 @@ class KConst:
         return f"{self.value!r}{self.type.value}"
 
 
+# Primitive meaning. Each primitive is defined on every input of the classes
+# it lists -- except where a precondition is named (int div/rem, shifts),
+# which the IR must meet, and float -> int Cast, which gives poison outside
+# its range. The emitters only spell these meanings (tables keyed like the
+# ones below: emit_llvm.py, opencl/emit_cl.py, opencl/host.py, kir_interp.py);
+# Python's and numpy's operators (floor division, NaN-propagating min,
+# numpy's float -> int rules) are built from them once, in codegen/scalar.py.
+#
+# Scalar classes: "f" float, "s" signed int, "u" unsigned int, "b" bool.
+#
 # Binary primitives. Operands have one type T; result T unless noted.
-#   add sub mul           ints wrap; floats IEEE (no contraction)
+#   add sub mul           ints wrap (mod 2**bits); floats IEEE, round to
+#                         nearest, no contraction
 #   div                   floats: IEEE division. ints: truncating (C) division;
-#                         precondition y != 0 and not (x == MIN and y == -1)
-#   rem                   floats: C fmod (LLVM frem). ints: C remainder (sign of
-#                         x), same precondition as div
-#   and or xor            ints and bool
+#                         precondition y != 0 and not (x == MIN and y == -1),
+#                         on every evaluation (a Sel's unchosen arm too: the
+#                         machine instruction traps); scalar.py builds Python's
+#                         // and % with the divisor made safe, the lowering's
+#                         own divisions are by sizes >= 1
+#   rem                   floats: C fmod (exact; sign of x; NaN for y == 0 or
+#                         x infinite). ints: C remainder (sign of x), same
+#                         precondition as div
+#   and or xor            ints and bool, bitwise
 #   shl shr               ints; shr is arithmetic for signed T, logical for
-#                         unsigned; precondition 0 <= y < bits(T)
+#                         unsigned; precondition 0 <= y < bits(T) (scalar.py's
+#                         shl/shr give numpy's values past the width)
 #   pow atan2             floats: C pow / atan2 (f32: powf / atan2f)
-#   eq ne lt le gt ge     any T -> bool; signedness from T; floats: ordered
-#                         comparisons except ne, which is unordered (NaN != x)
-BIN_PRIMS = frozenset({
-    "add", "sub", "mul", "div", "rem", "and", "or", "xor", "shl", "shr",
-    "pow", "atan2", "eq", "ne", "lt", "le", "gt", "ge",
-})
+#   eq ne lt le gt ge     any T -> bool; signedness from T (bool: False < True);
+#                         floats: ordered comparisons except ne, which is
+#                         unordered (NaN != x is true, every other comparison
+#                         with a NaN is false); -0.0 == 0.0
+BIN_CLASSES = {
+    **dict.fromkeys(("add", "sub", "mul", "div", "rem"), "fsu"),
+    **dict.fromkeys(("and", "or", "xor"), "sub"),
+    **dict.fromkeys(("shl", "shr"), "su"),
+    **dict.fromkeys(("pow", "atan2"), "f"),
+    **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"), "fsub"),
+}
+BIN_PRIMS = frozenset(BIN_CLASSES)
 CMP_PRIMS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-FLOAT_ONLY_BIN = frozenset({"pow", "atan2"})
-INT_ONLY_BIN = frozenset({"shl", "shr"})
 
 # Unary primitives, result of the operand type unless noted.
-#   neg                   ints: 0 - x (wraps); floats: IEEE negation (fneg)
+#   neg                   ints: 0 - x (wraps); floats: IEEE negation (fneg:
+#                         flips the sign bit, -0.0 for 0.0)
 #   not                   bool: logical not; ints: bitwise complement
 #   fabs sqrt             floats (sqrt correctly rounded)
 #   exp log log2 log10 sin cos tan asin acos atan sinh cosh tanh
 #                         floats: the C math library function (f32: the `f` one)
-#   floor ceil trunc rint floats; rint rounds half to even
+#   floor ceil trunc rint floats, exact; rint rounds half to even
 #   isnan                 floats -> bool
-UN_PRIMS = frozenset({
-    "neg", "not", "fabs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos",
-    "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
-    "floor", "ceil", "trunc", "rint", "isnan",
-})
-FLOAT_ONLY_UN = UN_PRIMS - {"neg", "not"}
+UN_CLASSES = {"neg": "fsu", "not": "sub", **dict.fromkeys((
+    "fabs", "sqrt", "exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+    "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "isnan"), "f")}
+UN_PRIMS = frozenset(UN_CLASSES)
+
+# Conversions (Cast, bits=False), by (class of x, class of `to`); a Cast to
+# x's own type is x.
+#   f -> f                f32 <-> f64, round to nearest
+#   f -> s, f -> u        C's conversion, truncation toward zero, where
+#                         trunc(x) is a value of `to`; otherwise (NaN, +-inf,
+#                         out of range) the result is POISON (below).
+#                         numpy's total conversion is scalar.convert's
+#   s -> f, u -> f        round to nearest
+#   b -> f, b -> s, b -> u  0 or 1
+#   s -> s, s -> u        sign-extend or truncate (mod 2**bits)
+#   u -> s, u -> u        zero-extend or truncate
+#   f -> b, s -> b, u -> b  x != 0 (the `ne` primitive: NaN gives true)
+# With bits=True a Cast is no conversion (see Cast).
+#
+# POISON (LLVM's word) is the result of an out-of-range float -> int Cast:
+# not undefined behaviour, but a value no program may observe. Bin, Un and
+# Cast of poison give poison; a Sel whose chosen arm is not poison is not
+# poison; a variable may hold it. Anything else that reads it (a Sel or If
+# or While condition, an index, a count, a divisor or shift amount, a
+# stored value, a Fail argument) is an IR error, which kir_interp reports.
+# LLVM's fptosi/fptoui give poison there, OpenCL C an implementation-
+# defined value: both spell it.
+CAST_CLASSES = frozenset((a, b) for a in "fsub" for b in "fsub" if (a, b) != ("b", "b"))
+
+
+def scalar_class(t: ScalarType) -> str:
+    """The class letter of a scalar type in the tables above."""
+    if t.is_bool:
+        return "b"
+    if t.is_float:
+        return "f"
+    return "s" if t.is_signed else "u"
 
 
 @dataclass(frozen=True)
@@ -157,13 +212,9 @@ class Un:
 
 @dataclass(frozen=True)
 class Cast:
-    """numpy's conversion of a scalar to `to`: int -> int truncates or extends
-    by the source's signedness; int -> float rounds to nearest; float -> int
-    truncates toward zero (out of range or NaN: no undefined behaviour, the
-    result is what gcc's x86-64 code gives, which is numpy's: i8/i16/i32/u8/
-    u16 through a 32-bit cvtt, i64/u32 through a 64-bit cvtt (out of range:
-    the integer minimum, then truncated), u64 exact up to 2**64);
-    f64 <-> f32 rounds to nearest; x -> bool is x != 0; bool -> x is 0 or 1.
+    """x converted to `to`: the machine conversion CAST_CLASSES defines
+    (float -> int: C's truncation in range, POISON outside it; numpy's
+    values there -- gcc's x86-64 cvtt sequences -- are scalar.convert's).
     With bits=True it is no conversion: x's bits read as a `to` of the same
     width, neither being bool (C's as_type; packing a float with a flag into
     one atomic word, gpu/segscan.py)."""
@@ -476,7 +527,8 @@ __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
     "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
-    "AtomicLoad", "atomic_max", "atomic_max_operand",
+    "AtomicLoad", "atomic_max", "atomic_max_operand", "BIN_CLASSES", "UN_CLASSES",
+    "CAST_CLASSES", "BIN_PRIMS", "UN_PRIMS", "CMP_PRIMS", "scalar_class",
     "Stm", "Function", "Module", "ERROR_CODES", "ALLOC_FAIL_MESSAGE",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",
     "free_vars_of_block", "walk_stms", "parfor_captures", "block_can_fail", "rename_expr",

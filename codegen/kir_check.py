@@ -34,22 +34,16 @@ def _expr(e: K.Expr, scope: dict) -> K.KType:
             raise KirError(f"unknown binary primitive {e.op}")
         if tx != ty or not isinstance(tx, ScalarType):
             raise KirError(f"{e.op} on {tx!r} and {ty!r}")
-        if e.op in K.FLOAT_ONLY_BIN and not tx.is_float:
-            raise KirError(f"{e.op} needs floats, got {tx!r}")
-        if e.op in K.INT_ONLY_BIN and not tx.is_int:
-            raise KirError(f"{e.op} needs ints, got {tx!r}")
-        if e.op in ("and", "or", "xor") and tx.is_float:
-            raise KirError(f"{e.op} on floats")
+        if K.scalar_class(tx) not in K.BIN_CLASSES[e.op]:
+            raise KirError(f"{e.op} on {tx!r} (kir.BIN_CLASSES gives it no meaning)")
     elif isinstance(e, K.Un):
         t = K.type_of(e.x)
         if e.op not in K.UN_PRIMS:
             raise KirError(f"unknown unary primitive {e.op}")
         if not isinstance(t, ScalarType):
             raise KirError(f"{e.op} on {t!r}")
-        if e.op in K.FLOAT_ONLY_UN and not t.is_float:
-            raise KirError(f"{e.op} needs floats, got {t!r}")
-        if e.op == "not" and t.is_float:
-            raise KirError("not on a float")
+        if K.scalar_class(t) not in K.UN_CLASSES[e.op]:
+            raise KirError(f"{e.op} on {t!r} (kir.UN_CLASSES gives it no meaning)")
     elif isinstance(e, K.Cast):
         frm = K.type_of(e.x)
         if not isinstance(frm, ScalarType):

@@ -10,7 +10,8 @@ silently wrong. A compiler bug raises a Python exception:
   pointer, a null or uninitialised pointer used, overlapping CopyMem, a bool
   byte that is neither 0 nor 1 (uninitialised memory);
 - KirPreconditionError: integer div/rem by zero or MIN / -1, a shift amount
-  outside [0, bits);
+  outside [0, bits), POISON (an out-of-range float -> int Cast) used
+  anywhere but in a Sel's arm, a variable or another Bin/Un/Cast;
 - KirInterpError (their base): a variable read before it is set, a ParFor
   body or a For body setting a variable it must not, a nested ParFor.
 
@@ -39,7 +40,7 @@ from typing import Optional
 
 import numpy as np
 
-from pyshark.core.types import U32, U64, ScalarType
+from pyshark.core.types import ScalarType
 
 from . import kir as K
 from .kir_check import check_function
@@ -145,22 +146,6 @@ class _Failure(Exception):
 # Scalar primitives
 
 
-_BIN_UFUNC = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and,
-    "or": np.bitwise_or, "xor": np.bitwise_xor, "shl": np.left_shift,
-    "shr": np.right_shift, "pow": np.power, "atan2": np.arctan2, "eq": np.equal,
-    "ne": np.not_equal, "lt": np.less, "le": np.less_equal, "gt": np.greater,
-    "ge": np.greater_equal,
-}
-_UN_UFUNC = {
-    "neg": np.negative, "not": np.invert, "fabs": np.fabs, "sqrt": np.sqrt,
-    "exp": np.exp, "log": np.log, "log2": np.log2, "log10": np.log10, "sin": np.sin,
-    "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-    "isnan": np.isnan,
-}
-_BOOL_BIN = {"and", "or", "xor"} | K.CMP_PRIMS
 _LIBM_NAMES = ("exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos", "atan",
                "sinh", "cosh", "tanh", "pow", "atan2")
 
@@ -185,79 +170,147 @@ def _libm_table() -> dict:
 _LIBM = _libm_table()
 
 
-def _wrap(v: int, t: ScalarType):
-    """The Python int v reduced modulo 2**bits into t's range, as t."""
-    v &= (1 << t.bits) - 1
-    if t.is_signed and v >> (t.bits - 1):
-        v -= 1 << t.bits
-    return t.numpy_type(v)
+class _Poison:
+    """kir.py's POISON, the value of an out-of-range float -> int Cast:
+    Bin/Un/Cast of it give it back (e_bin, e_un, e_cast), a Sel passes it
+    through an arm and a variable holds it; any other use raises (bool(),
+    int() and the Store check)."""
+
+    def use(self, *_):
+        raise KirPreconditionError("poison (an out-of-range float -> int Cast) is used")
+
+    __bool__ = __int__ = __index__ = __float__ = use
+
+    def __repr__(self) -> str:
+        return "POISON"
 
 
-def _int_divrem(op: str, x, y):
-    """C's truncating x / y or x % y, after checking the precondition."""
-    t = ScalarType.from_dtype(x.dtype)
+POISON = _Poison()
+
+
+_SIGNED_MIN = {np.dtype(t): int(np.iinfo(t).min) for t in (np.int8, np.int16, np.int32,
+                                                                np.int64)}
+
+
+def _violated(op: str, x, y):
+    raise KirPreconditionError(f"integer {op} of {int(x)} by {int(y)} ({x.dtype})")
+
+
+# int_div and int_rem are host code's too (hostprims.idiv/irem): no lookups
+def int_div(x, y):
+    """kir's integer div: C's truncating x / y (precondition checked)."""
     xi, yi = int(x), int(y)
-    if yi == 0 or (t.is_signed and yi == -1 and xi == -(1 << (t.bits - 1))):
-        raise KirPreconditionError(f"integer {op} of {xi} by {yi} ({t})")
+    if yi == 0 or (yi == -1 and xi == _SIGNED_MIN.get(x.dtype)):
+        _violated("div", x, y)
     q = abs(xi) // abs(yi)
-    q = -q if (xi < 0) != (yi < 0) else q
-    return t.numpy_type(q if op == "div" else xi - q * yi)
+    return type(x)(q if (xi < 0) == (yi < 0) else -q)
 
 
-def _cvtt(f: float, bits: int) -> int:
-    """x86 cvtt*2si to `bits`: truncation toward zero, the integer minimum
-    for NaN, inf and out-of-range values."""
-    v = math.trunc(f) if math.isfinite(f) else None
-    lo = -(1 << (bits - 1))
-    if v is None or not lo <= v < -lo:
-        return lo
-    return v
+def int_rem(x, y):
+    """kir's integer rem: C's x % y, the sign of x (precondition checked)."""
+    xi, yi = int(x), int(y)
+    if yi == 0 or (yi == -1 and xi == _SIGNED_MIN.get(x.dtype)):
+        _violated("rem", x, y)
+    r = abs(xi) % abs(yi)
+    return type(x)(-r if xi < 0 else r)
 
 
-def float_to_int(f: float, to: ScalarType):
-    """Cast of a float to an integer type, as gcc's x86-64 code (and numpy)
-    does it and kir.Cast specifies: i8/i16/i32/u8/u16 through a 32-bit cvtt,
-    i64/u32 through a 64-bit one, u64 exact below 2**64 (x >= 2**63, an
-    ordered comparison, through cvtt(x - 2**63) ^ 2**63); then truncated."""
-    if to is U64:
-        f = float(f)
-        if f >= 2.0 ** 63:                # ordered: NaN takes the other branch
-            return _wrap(_cvtt(f - 2.0 ** 63, 64) ^ (1 << 63), to)
-        return _wrap(_cvtt(f, 64), to)
-    bits = 64 if (to.bits == 64 or to is U32) else 32
-    return _wrap(_cvtt(float(f), bits), to)
+def _shift(op: str, ufunc):
+    def shift(x, y):
+        if not 0 <= int(y) < x.dtype.itemsize * 8:
+            raise KirPreconditionError(f"{op} of {x} by {y} ({x.dtype}): amount out of range")
+        return ufunc(x, y)
+    return shift
+
+
+def _libm2(op: str, ufunc):
+    def call(x, y):
+        f = _LIBM.get((op, x.dtype.type))
+        return f(x, y) if f else ufunc(x, y)
+    return call
+
+
+def _libm1(op: str, ufunc):
+    def call(x):
+        f = _LIBM.get((op, x.dtype.type))
+        return f(x) if f else ufunc(x)
+    return call
+
+
+# The meaning of every (primitive, class) of kir.BIN_CLASSES / UN_CLASSES
+# on numpy scalars of one dtype (numpy's scalar arithmetic is the machine's
+# under np.errstate(all="ignore"): ints wrap, floats are IEEE).
+BIN_IMPL = {
+    **{(op, c): f for op, f in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply))
+       for c in "fsu"},
+    ("div", "f"): np.divide, ("rem", "f"): np.fmod,
+    **{(op, c): f for op, f in (("div", int_div), ("rem", int_rem)) for c in "su"},
+    **{(op, c): f for op, f in (("and", np.bitwise_and), ("or", np.bitwise_or),
+                                ("xor", np.bitwise_xor)) for c in "sub"},
+    **{(op, c): _shift(op, f) for op, f in (("shl", np.left_shift), ("shr", np.right_shift))
+       for c in "su"},
+    ("pow", "f"): _libm2("pow", np.power), ("atan2", "f"): _libm2("atan2", np.arctan2),
+    **{(op, c): f for op, f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
+                                ("le", np.less_equal), ("gt", np.greater),
+                                ("ge", np.greater_equal)) for c in "fsub"},
+}
+_UN_UFUNC = {
+    "fabs": np.fabs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log, "log2": np.log2,
+    "log10": np.log10, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
+    "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
+    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint, "isnan": np.isnan,
+}
+UN_IMPL = {
+    **{("neg", c): np.negative for c in "fsu"}, **{("not", c): np.invert for c in "sub"},
+    **{(op, "f"): (_libm1(op, f) if op in _LIBM_NAMES else f) for op, f in _UN_UFUNC.items()},
+}
+
+
+def _float_to_int(x, to: ScalarType):
+    """C's conversion, truncation toward zero, where it fits; POISON else."""
+    f = float(x)
+    if math.isfinite(f):
+        v = math.trunc(f)
+        lo = -(1 << (to.bits - 1)) if to.is_signed else 0
+        if lo <= v < lo + (1 << to.bits):
+            return to.numpy_type(v)
+    return POISON
+
+
+CAST_IMPL = {
+    **{pair: (lambda x, to: x.astype(to.dtype)) for pair in K.CAST_CLASSES},
+    ("f", "s"): _float_to_int, ("f", "u"): _float_to_int,
+    **{(c, "b"): (lambda x, to: np.bool_(x != 0)) for c in "fsu"},
+}
+
+
+def _cls(x) -> str:
+    k = x.dtype.kind
+    return "s" if k == "i" else k if k in "fu" else "b"
 
 
 def cast(x, to: ScalarType):
-    """The value of kir.Cast(to, x) for a numpy scalar x."""
-    if to.is_bool:
-        return np.bool_(x != 0)
-    if x.dtype.kind == "f" and to.is_int:
-        return float_to_int(float(x), to)
-    return x.astype(to.dtype)
+    """The value of kir.Cast(to, x) for a numpy scalar x (POISON: an
+    out-of-range float -> int)."""
+    if x.dtype == to.dtype:
+        return x
+    return CAST_IMPL[_cls(x), K.scalar_class(to)](x, to)
 
 
 def bin_prim(op: str, x, y):
     """The value of kir.Bin(op, x, y) for numpy scalars of one dtype."""
-    kind = x.dtype.kind
-    if kind == "b" and op not in _BOOL_BIN:
-        raise KirInterpError(f"{op} on bool is not a kernel IR primitive")
-    if op in ("div", "rem"):
-        if kind == "f":
-            return np.divide(x, y) if op == "div" else np.fmod(x, y)
-        return _int_divrem(op, x, y)
-    if op in ("shl", "shr") and not 0 <= int(y) < x.dtype.itemsize * 8:
-        raise KirPreconditionError(f"{op} of {x} by {y} ({x.dtype}): amount out of range")
-    f = _LIBM.get((op, x.dtype.type)) if kind == "f" else None
-    return f(x, y) if f else _BIN_UFUNC[op](x, y)
+    f = BIN_IMPL.get((op, _cls(x)))
+    if f is None:
+        raise KirInterpError(f"{op} on {x.dtype} is not a kernel IR primitive")
+    return f(x, y)
 
 
 def un_prim(op: str, x):
     """The value of kir.Un(op, x) for a numpy scalar x."""
-    if op == "neg" and x.dtype.kind == "b":
-        return x                    # 0 - x in one bit
-    f = _LIBM.get((op, x.dtype.type)) if x.dtype.kind == "f" else None
-    return f(x) if f else _UN_UFUNC[op](x)
+    f = UN_IMPL.get((op, _cls(x)))
+    if f is None:
+        raise KirInterpError(f"{op} on {x.dtype} is not a kernel IR primitive")
+    return f(x)
 
 
 # ---------------------------------------------------------------------------
@@ -266,6 +319,9 @@ def un_prim(op: str, x):
 
 def _bad_pointer(p) -> str:
     return "a null pointer" if p is None else f"an uninitialised pointer ({p!r})"
+
+
+_Y_MUST_BE_DEFINED = frozenset({"div", "rem", "shl", "shr"})
 
 
 class _Interp:
@@ -305,15 +361,24 @@ class _Interp:
         return e.type.numpy_type(e.value)
 
     def e_bin(self, e, env):
-        return bin_prim(e.op, self.eval(e.x, env), self.eval(e.y, env))
+        x, y = self.eval(e.x, env), self.eval(e.y, env)
+        if y is POISON and e.op in _Y_MUST_BE_DEFINED:
+            y.use()                         # a divisor or shift amount
+        if x is POISON or y is POISON:
+            return POISON
+        return bin_prim(e.op, x, y)
 
     def e_un(self, e, env):
-        return un_prim(e.op, self.eval(e.x, env))
+        x = self.eval(e.x, env)
+        return POISON if x is POISON else un_prim(e.op, x)
 
     def e_cast(self, e, env):
+        x = self.eval(e.x, env)
+        if x is POISON:
+            return POISON
         if e.bits:
-            return self.eval(e.x, env).view(e.to.dtype)
-        return cast(self.eval(e.x, env), e.to)
+            return x.view(e.to.dtype)
+        return cast(x, e.to)
 
     def e_sel(self, e, env):
         c, x, y = self.eval(e.cond, env), self.eval(e.x, env), self.eval(e.y, env)
@@ -358,6 +423,8 @@ class _Interp:
 
     def s_store(self, s, env, frozen):
         p, i, v = (self.eval(x, env) for x in (s.ptr, s.index, s.value))
+        if v is POISON:
+            v.use()
         k = self.deref(p, "store", int(i))
         if p.array.dtype == object:
             if not (v is None or v is UNINIT or isinstance(v, Buffer)):
@@ -521,4 +588,5 @@ def run_function(module: K.Module, name: str, args: list, *, nthreads: int = 2,
 
 __all__ = ["Buffer", "KirResult", "KirInterpError", "KirMemoryError",
            "KirPreconditionError", "UNINIT", "GARBAGE_BYTE", "run_function", "leaks",
-           "cast", "bin_prim", "un_prim", "float_to_int"]
+           "cast", "bin_prim", "un_prim", "int_div", "int_rem", "POISON", "BIN_IMPL",
+           "UN_IMPL", "CAST_IMPL"]

@@ -4,16 +4,18 @@ Every backend gets Python's and numpy's meaning from here: floor division
 and modulo (numpy's npy_divmod for floats), NaN-propagating minimum and
 maximum (numpy's scalar loops), shifts that give 0 / -1 past the width
 (numpy's npy_lshift / npy_rshift), integer power by repeated squaring,
-round half to even, sign and abs. Operations that can raise take a `fail`
-callback that emits a guarded kir.Fail; everything else is a pure kir
-expression.
+round half to even, sign and abs, numpy's float -> int conversion (gcc's
+x86-64 cvtt sequences), and integer division with the divisor made safe for
+the primitive's precondition (C's UB rules: no x / 0, no MIN / -1).
+Operations that can raise take a `fail` callback that emits a guarded
+kir.Fail; everything else is a pure kir expression.
 """
 from __future__ import annotations
 
 from typing import Callable
 
 from pyshark.core import ops
-from pyshark.core.types import BOOL, I64, U64, ScalarType
+from pyshark.core.types import BOOL, I32, I64, U32, U64, ScalarType
 
 from . import kir as K
 
@@ -81,14 +83,16 @@ def copysign_zero(s: K.Expr) -> K.Expr:
 
 
 def _safe_divisor(y: K.Expr) -> K.Expr:
-    """y, or 1 where y is 0 (the zero case is handled before the result is used)."""
+    """y, or 1 where y is 0: the div/rem primitive's precondition holds on
+    every evaluation (C's x / 0 is UB, x86's idiv traps), while the zero
+    case is handled before the result is used."""
     t = _t(y)
     return sel(b("eq", y, const(0, t)), const(1, t), y)
 
 
 def int_div_trunc(x: K.Expr, y: K.Expr) -> K.Expr:
     """C truncating division with the primitive's preconditions met: y == 0
-    gives 0 (callers guard it), MIN / -1 wraps to MIN as numpy does."""
+    gives x (callers guard it), MIN / -1 wraps to MIN as numpy does."""
     t = _t(x)
     ys = _safe_divisor(y)
     if t.is_unsigned:
@@ -98,6 +102,8 @@ def int_div_trunc(x: K.Expr, y: K.Expr) -> K.Expr:
 
 
 def int_rem_trunc(x: K.Expr, y: K.Expr) -> K.Expr:
+    """C's remainder (sign of x) with the preconditions met: x % 0 gives 0
+    (callers guard it), x % -1 is 0."""
     t = _t(x)
     ys = _safe_divisor(y)
     if t.is_unsigned:
@@ -316,8 +322,50 @@ def unop(op: str, x: K.Expr) -> K.Expr:
     return K.Un(_UN_PLAIN[op], x)
 
 
+# ---------------------------------------------------------------------------
+# Conversions
+
+
+def _cvtt(x: K.Expr, it: ScalarType) -> K.Expr:
+    """x86's cvttss2si / cvttsd2si to `it` (i32 or i64): C's truncation
+    where x is in [-2**(b-1), 2**(b-1)), else (NaN, infinities, out of
+    range) the integer minimum. The raw Cast, poison out of range, is only
+    chosen in range ((-2**(b-1) - 1, -2**(b-1)) truncates to MIN as well)."""
+    t = _t(x)
+    half = 2.0 ** (it.bits - 1)
+    ok = land(b("ge", x, const(-half, t)), b("lt", x, const(half, t)))
+    return sel(ok, K.Cast(it, x), const(_min_int(it), it))
+
+
+def float_to_int(to: ScalarType, x: K.Expr) -> K.Expr:
+    """numpy's conversion of a float scalar to int type `to`, defined on
+    every input: what gcc's x86-64 code for a C cast gives (numpy's scalar
+    casts are such C casts). i8 i16 i32 u8 u16 through a 32-bit cvtt, i64
+    and u32 through a 64-bit one, then truncated; u64 as x >= 2**63 ?
+    cvtt64(x - 2**63) ^ 2**63 : cvtt64(x) (an ordered test: NaN takes the
+    second arm)."""
+    if to.bits < 32 or to is I32:
+        v = _cvtt(x, I32)
+        return v if to is I32 else K.Cast(to, v)
+    if to is U32:
+        return K.Cast(to, _cvtt(x, I64))
+    if to is I64:
+        return _cvtt(x, I64)
+    two63 = const(2.0 ** 63, _t(x))
+    big = b("xor", _cvtt(b("sub", x, two63), I64), const(_min_int(I64), I64))
+    return sel(b("ge", x, two63), K.Cast(U64, big), K.Cast(U64, _cvtt(x, I64)))
+
+
 def convert(to: ScalarType, x: K.Expr) -> K.Expr:
-    return x if _t(x) == to else K.Cast(to, x)
+    """numpy's scalar conversion of x to `to`: the Cast primitive, except
+    float -> int, which is float_to_int (the primitive is poison out of range)."""
+    frm = _t(x)
+    if frm == to:
+        return x
+    if frm.is_float and to.is_int:
+        return float_to_int(to, x)
+    return K.Cast(to, x)
 
 
-__all__ = ["binop", "unop", "convert", "const", "minimum", "maximum", "I64", "BOOL"]
+__all__ = ["binop", "unop", "convert", "float_to_int", "const", "minimum", "maximum",
+           "I64", "BOOL"]

@@ -12,18 +12,19 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
 - Variables are allocas in their function's entry block (mem2reg makes SSA of
   them). Bool is i1 in registers, i8 (0/1) in memory and in entry params; a
   bool load is `byte != 0`.
-- Bin/Un/Cast/Sel: the machine operation kir.py names. Integer div/rem and
-  shifts are also made UB-free cheaply (a zero or -1 divisor and an
-  out-of-range shift amount never reach the machine instruction; the lowering
-  guarantees they do not happen, so this only removes LLVM UB/poison).
+- Bin/Un/Cast/Sel: the machine operation kir.py names, from the tables
+  BIN_SPELLINGS / UN_SPELLINGS / CAST_SPELLINGS (keyed like kir.py's): sdiv,
+  srem, shl, ... as they are (kir.py's preconditions hold: codegen/scalar.py
+  builds Python's operators with the divisor and the shift amount made safe),
+  fptosi/fptoui for float -> int (poison out of range, as kir.py says;
+  scalar.convert builds numpy's cvtt values around it).
   Floats are IEEE with no contraction; `Bin.reassoc` puts the `reassoc`
   fast-math flag on that instruction (enough for the loop vectorizer to turn
   a float sum into vector partial sums); `fastmath=True` puts `fast` on every
   float operation and math call (not on `isnan`, which stays a real test).
   sqrt fabs floor ceil trunc are LLVM intrinsics, rint is llvm.roundeven;
   the other math functions are libm calls declared `memory(none) nounwind`
-  (errno is never read). Float -> int casts follow x86/gcc exactly, without
-  poison: see `_cast_float_to_int`.
+  (errno is never read).
 - Load/Store/PtrAdd: `getelementptr inbounds` in elements (C pointer rules:
   a pointer stays within its object, one-past-the-end allowed). A
   nontemporal Store carries `!nontemporal !{i32 1}` where emit_parfor.py
@@ -112,11 +113,49 @@ _DEFAULT_MMAP_MAX = 65536
 _KEEP_MAPPED = 1 << 30
 _MIN_ALLOC_ELEMS = 1
 
-_FLOAT_CMP = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_LIBM_UN = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin",
-                      "acos", "atan", "sinh", "cosh", "tanh"})
-_INTRINSIC_UN = {"fabs": "llvm.fabs", "sqrt": "llvm.sqrt", "floor": "llvm.floor",
-                 "ceil": "llvm.ceil", "trunc": "llvm.trunc", "rint": "llvm.roundeven"}
+# The spelling tables, keyed like kir.BIN_CLASSES / UN_CLASSES /
+# CAST_CLASSES: (primitive, class) -> (how, name). how: "op" an IRBuilder
+# method (x, y) / (x); "fop" the same with the float flags; "icmp"/"fcmp" a
+# comparison (method, predicate); "libm" a C math library call; "intrinsic"
+# an LLVM intrinsic; casts: an IRBuilder conversion, or "resize" (trunc or
+# extend by widths: name is the pair of methods), "ne0" (x != 0, kir's `ne`).
+_SYM = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+BIN_SPELLINGS = {
+    **{(op, "f"): ("fop", m) for op, m in (("add", "fadd"), ("sub", "fsub"), ("mul", "fmul"),
+                                           ("div", "fdiv"), ("rem", "frem"))},
+    **{(op, c): ("op", op) for op in ("add", "sub", "mul") for c in "su"},
+    ("div", "s"): ("op", "sdiv"), ("div", "u"): ("op", "udiv"),
+    ("rem", "s"): ("op", "srem"), ("rem", "u"): ("op", "urem"),
+    **{(op, c): ("op", op + "_") for op in ("and", "or") for c in "sub"},
+    **{("xor", c): ("op", "xor") for c in "sub"},
+    ("shl", "s"): ("op", "shl"), ("shl", "u"): ("op", "shl"),
+    ("shr", "s"): ("op", "ashr"), ("shr", "u"): ("op", "lshr"),
+    ("pow", "f"): ("libm", "pow"), ("atan2", "f"): ("libm", "atan2"),
+    # C's float comparisons: ordered, except != (unordered: NaN != x)
+    **{(op, "f"): ("fcmp", ("fcmp_unordered" if op == "ne" else "fcmp_ordered", sym))
+       for op, sym in _SYM.items()},
+    **{(op, "s"): ("icmp", ("icmp_signed", sym)) for op, sym in _SYM.items()},
+    **{(op, c): ("icmp", ("icmp_unsigned", sym)) for op, sym in _SYM.items() for c in "ub"},
+}
+UN_SPELLINGS = {
+    ("neg", "f"): ("fop", "fneg"), ("neg", "s"): ("op", "neg"), ("neg", "u"): ("op", "neg"),
+    **{("not", c): ("op", "not_") for c in "sub"},
+    ("isnan", "f"): ("fcmp", ("fcmp_unordered", "uno")),     # no fast flags: a real test
+    **{(op, "f"): ("intrinsic", "llvm." + i) for op, i in (
+        ("fabs", "fabs"), ("sqrt", "sqrt"), ("floor", "floor"), ("ceil", "ceil"),
+        ("trunc", "trunc"), ("rint", "roundeven"))},
+    **{(op, "f"): ("libm", op) for op in ("exp", "log", "log2", "log10", "sin", "cos", "tan",
+                                          "asin", "acos", "atan", "sinh", "cosh", "tanh")},
+}
+CAST_SPELLINGS = {
+    ("f", "f"): ("resize", ("fptrunc", "fpext")),
+    ("f", "s"): ("op", "fptosi"), ("f", "u"): ("op", "fptoui"),     # poison out of range
+    ("s", "f"): ("op", "sitofp"), ("u", "f"): ("op", "uitofp"), ("b", "f"): ("op", "uitofp"),
+    ("s", "s"): ("resize", ("trunc", "sext")), ("s", "u"): ("resize", ("trunc", "sext")),
+    ("u", "s"): ("resize", ("trunc", "zext")), ("u", "u"): ("resize", ("trunc", "zext")),
+    ("b", "s"): ("op", "zext"), ("b", "u"): ("op", "zext"),
+    **{(c, "b"): ("ne0", None) for c in "fsu"},
+}
 
 
 # ---------------------------------------------------------------------------
@@ -170,8 +209,11 @@ def _alloca(builder: ir.IRBuilder, t: ir.Type, name: str = "") -> ir.Value:
     return a
 
 
-def _is_const(v: ir.Value) -> bool:
-    return isinstance(v, ir.Constant)
+def _spelling(table: dict, op: str, t: ScalarType):
+    try:
+        return table[op, K.scalar_class(t)]
+    except KeyError:
+        raise NotImplementedError(f"{op} on {t!r} (kir.py gives it no meaning)") from None
 
 
 # ---------------------------------------------------------------------------
@@ -325,163 +367,54 @@ class _FnEmitter:
         return b.sext(n, _I64)
 
     def bin(self, e: K.Bin) -> ir.Value:
-        b = self.b
         t = K.type_of(e.x)
-        x, y = self.expr(e.x), self.expr(e.y)
-        op = e.op
-        if t.is_float:
-            fl = self.flags(e.reassoc)
-            if op in _FLOAT_CMP:
-                fl = self.flags()
-                if op == "ne":
-                    return b.fcmp_unordered("!=", x, y, flags=fl)
-                return b.fcmp_ordered(_FLOAT_CMP[op], x, y, flags=fl)
-            if op == "add":
-                return b.fadd(x, y, flags=fl)
-            if op == "sub":
-                return b.fsub(x, y, flags=fl)
-            if op == "mul":
-                return b.fmul(x, y, flags=fl)
-            if op == "div":
-                return b.fdiv(x, y, flags=fl)
-            if op == "rem":
-                return b.frem(x, y, flags=fl)
-            if op in ("pow", "atan2"):
-                return b.call(self.decls.libm(op, x.type, 2), [x, y], fastmath=fl)
-            raise NotImplementedError(f"{op} on {t!r}")
-        signed = t.is_signed          # bool compares unsigned (False < True)
-        if op in _FLOAT_CMP:
-            if signed:
-                return b.icmp_signed(_FLOAT_CMP[op], x, y)
-            return b.icmp_unsigned(_FLOAT_CMP[op], x, y)
-        if op == "and":
-            return b.and_(x, y)
-        if op == "or":
-            return b.or_(x, y)
-        if op == "xor":
-            return b.xor(x, y)
-        if t is BOOL:
-            raise NotImplementedError(f"{op} on bool (kir.py gives it no meaning)")
-        if op == "add":
-            return b.add(x, y)
-        if op == "sub":
-            return b.sub(x, y)
-        if op == "mul":
-            return b.mul(x, y)
-        if op in ("div", "rem"):
-            return self.int_divrem(op, signed, x, y)
-        if op in ("shl", "shr"):
-            bits = t.bits
-            if not (_is_const(y) and 0 <= int(y.constant) < bits):
-                y = b.and_(y, ir.Constant(y.type, bits - 1))
-            if op == "shl":
-                return b.shl(x, y)
-            return b.ashr(x, y) if signed else b.lshr(x, y)
-        raise NotImplementedError(f"{op} on {t!r}")
+        return self.spell_bin(e.op, t, self.expr(e.x), self.expr(e.y), e.reassoc)
 
-    def int_divrem(self, op: str, signed: bool, x: ir.Value, y: ir.Value) -> ir.Value:
-        """C division/remainder; a zero divisor and MIN / -1 are precluded by
-        the lowering, but are given values (x / 0 = x, x % 0 = 0, MIN / -1 =
-        MIN, x % -1 = 0) so that no LLVM UB is left."""
+    def spell_bin(self, op: str, t: ScalarType, x: ir.Value, y: ir.Value,
+                  reassoc: bool = False, flags: Optional[list] = None) -> ir.Value:
+        """BIN_SPELLINGS[op, class of t] on x, y (`flags` overrides the
+        float flags)."""
+        how, name = _spelling(BIN_SPELLINGS, op, t)
         b = self.b
-        ty = y.type
-        one = ir.Constant(ty, 1)
-        if _is_const(y):
-            c = int(y.constant)
-            if c == 0:
-                y = one
-            elif signed and c == -1:
-                return b.neg(x) if op == "div" else ir.Constant(ty, 0)
-            if op == "div":
-                return b.sdiv(x, y) if signed else b.udiv(x, y)
-            return b.srem(x, y) if signed else b.urem(x, y)
-        is_zero = b.icmp_unsigned("==", y, ir.Constant(ty, 0))
-        if not signed:
-            ys = b.select(is_zero, one, y)
-            return b.udiv(x, ys) if op == "div" else b.urem(x, ys)
-        is_m1 = b.icmp_signed("==", y, ir.Constant(ty, -1))
-        ys = b.select(b.or_(is_zero, is_m1), one, y)
-        if op == "div":
-            return b.select(is_m1, b.neg(x), b.sdiv(x, ys))
-        return b.select(is_m1, ir.Constant(ty, 0), b.srem(x, ys))
+        fl = self.flags(reassoc) if flags is None else flags
+        if how == "op":
+            return getattr(b, name)(x, y)
+        if how == "fop":
+            return getattr(b, name)(x, y, flags=fl)
+        if how == "icmp":
+            return getattr(b, name[0])(name[1], x, y)
+        if how == "fcmp":               # comparisons never reassociate
+            return getattr(b, name[0])(name[1], x, y, flags=self.flags() if flags is None
+                                       else flags)
+        return b.call(self.decls.libm(name, x.type, 2), [x, y], fastmath=fl)      # libm
 
     def un(self, e: K.Un) -> ir.Value:
         b = self.b
-        t = K.type_of(e.x)
         x = self.expr(e.x)
-        op = e.op
-        if op == "neg":
-            if t.is_float:
-                return b.fneg(x, flags=self.flags())
-            if t is BOOL:
-                raise NotImplementedError("neg on bool (kir.py gives it no meaning)")
-            return b.neg(x)
-        if op == "not":
-            return b.not_(x)
-        if op == "isnan":
-            return b.fcmp_unordered("uno", x, x)
-        if op in _INTRINSIC_UN:
-            return b.call(self.decls.intrinsic(_INTRINSIC_UN[op], x.type), [x],
-                          fastmath=self.flags())
-        if op in _LIBM_UN:
-            return b.call(self.decls.libm(op, x.type, 1), [x], fastmath=self.flags())
-        raise NotImplementedError(f"unary {op}")
+        how, name = _spelling(UN_SPELLINGS, e.op, K.type_of(e.x))
+        if how == "op":
+            return getattr(b, name)(x)
+        if how == "fop":
+            return getattr(b, name)(x, flags=self.flags())
+        if how == "fcmp":
+            return getattr(b, name[0])(name[1], x, x)
+        if how == "intrinsic":
+            return b.call(self.decls.intrinsic(name, x.type), [x], fastmath=self.flags())
+        return b.call(self.decls.libm(name, x.type, 1), [x], fastmath=self.flags())   # libm
 
     def cast(self, to: ScalarType, frm: ScalarType, x: ir.Value) -> ir.Value:
-        b = self.b
         if to == frm:
             return x
+        how, name = CAST_SPELLINGS[K.scalar_class(frm), K.scalar_class(to)]
         lt = reg_type(to)
-        if to is BOOL:
-            if frm.is_float:
-                return b.fcmp_unordered("!=", x, ir.Constant(x.type, 0.0))
-            return b.icmp_unsigned("!=", x, ir.Constant(x.type, 0))
-        if frm is BOOL:
-            return b.uitofp(x, lt) if to.is_float else b.zext(x, lt)
-        if frm.is_float and to.is_float:
-            return b.fptrunc(x, lt) if to.bits < frm.bits else b.fpext(x, lt)
-        if to.is_float:
-            return b.sitofp(x, lt) if frm.is_signed else b.uitofp(x, lt)
-        if frm.is_float:
-            return self._cast_float_to_int(to, x)
-        # int -> int
-        if to.bits == frm.bits:
-            return x
-        if to.bits < frm.bits:
-            return b.trunc(x, lt)
-        return b.sext(x, lt) if frm.is_signed else b.zext(x, lt)
-
-    def _cvtt(self, x: ir.Value, bits: int) -> ir.Value:
-        """x86 cvtt*2si to `bits` (32 or 64): truncation toward zero, the
-        integer minimum when x is NaN or out of range. No poison escapes:
-        the fptosi result is only selected when x is in range."""
-        b = self.b
-        it = ir.IntType(bits)
-        lo = ir.Constant(x.type, -float(2 ** (bits - 1)))
-        hi = ir.Constant(x.type, float(2 ** (bits - 1)))
-        ok = b.and_(b.fcmp_ordered(">=", x, lo), b.fcmp_ordered("<", x, hi))
-        # (-2^(bits-1) - 1, -2^(bits-1)) also truncates to MIN: no case is lost.
-        return b.select(ok, b.fptosi(x, it), ir.Constant(it, -(2 ** (bits - 1))))
-
-    def _cast_float_to_int(self, to: ScalarType, x: ir.Value) -> ir.Value:
-        """float -> int as gcc compiles C casts on x86-64 (and as numpy does
-        for scalars): i8 i16 i32 u8 u16 through cvtt to 32 bits, then
-        truncated; i64 and u32 through cvtt to 64 bits (then truncated);
-        u64 as x < 2^63 ? cvtt64(x) : cvtt64(x - 2^63) ^ 2^63."""
-        b = self.b
-        lt = reg_type(to)
-        if to.bits < 32 or (to.bits == 32 and to.is_signed):
-            v = self._cvtt(x, 32)
-            return b.trunc(v, lt) if to.bits < 32 else v
-        if to.bits == 32:                       # u32
-            return b.trunc(self._cvtt(x, 64), lt)
-        if to.is_signed:                        # i64
-            return self._cvtt(x, 64)
-        two63 = ir.Constant(x.type, float(2 ** 63))
-        big = b.fcmp_ordered(">=", x, two63)
-        small_v = self._cvtt(x, 64)
-        big_v = b.xor(self._cvtt(b.fsub(x, two63), 64), ir.Constant(_I64, -(2 ** 63)))
-        return b.select(big, big_v, small_v)
+        if how == "ne0":                # no fast flags: bool(nan) stays true
+            return self.spell_bin("ne", frm, x, ir.Constant(x.type, 0.0 if frm.is_float else 0),
+                                  flags=[])
+        if how == "resize":
+            if to.bits == frm.bits:
+                return x                # i64 <-> u64: the same bits
+            return getattr(self.b, name[0] if to.bits < frm.bits else name[1])(x, lt)
+        return getattr(self.b, name)(x, lt)
 
     # -- statements -------------------------------------------------------
 
@@ -749,4 +682,4 @@ def emit_module(m: K.Module, *, fastmath: bool = False, triple: Optional[str] = 
 
 
 __all__ = ["emit_module", "ALLOC_FAIL_MESSAGE", "CTX_TYPE", "reg_type", "mem_type",
-           "param_type", "elem_size"]
+           "param_type", "elem_size", "BIN_SPELLINGS", "UN_SPELLINGS", "CAST_SPELLINGS"]

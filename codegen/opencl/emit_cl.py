@@ -14,8 +14,9 @@ pointer; the kernel adds the offset). kir variables are spelled `v_NAME`
 and temporaries `tN`, so no spelling clashes with another. `program_source(kernels)` puts the
 kernels of a module into one program behind the pragmas.
 
-Spellings (one per kernel IR node, from the tables below; nothing here
-chooses an algorithm; the semantics are emit_llvm.py's, node for node):
+Spellings (one per kernel IR node, from the tables below, keyed like
+kir.py's; nothing here chooses an algorithm or gives a primitive a meaning
+beyond kir.py's):
 - `#pragma OPENCL FP_CONTRACT OFF` (PoCL contracts a*b+c into an FMA by
   default); no native_*, no mad, no relaxed math. sqrt and f32 division must
   be correctly rounded: PoCL's are; elsewhere the host passes
@@ -27,18 +28,17 @@ chooses an algorithm; the semantics are emit_llvm.py's, node for node):
   arguments; a bool load is `byte != 0`.
 - Integer + - * and negation wrap: they are computed in the unsigned type of
   at least 32 bits (uint/ulong) and converted back, so no signed overflow
-  (C UB) and no promotion to a signed int is left. Shifts mask the amount to
-  bits(T) - 1 (emit_llvm.py masks too; OpenCL C would mask to the promoted
-  width). Integer div/rem are UB-free exactly as emit_llvm.py makes them:
-  x / 0 = x, x % 0 = 0, MIN / -1 = MIN (negation wraps), x % -1 = 0.
+  (C UB) and no promotion to a signed int is left. Shifts, div and rem are
+  C's: kir.py's preconditions (amount in [0, bits), no x / 0, no MIN / -1)
+  hold, codegen/scalar.py builds Python's operators so.
 - Floats: IEEE + - * /; rem is fmod; pow atan2 exp ... are the OpenCL
   built-ins of the same name (the CPU backend calls libm: the two agree to
   within the built-ins' documented ulps, not bit for bit); fabs sqrt floor
   ceil trunc rint are exact. Comparisons are C's: ordered, except != which is
   unordered, as kir.py says.
-- Casts are numpy's (kir.Cast): float -> int is the x86 cvtt model of
-  emit_llvm.py (in range: C truncation; NaN / out of range: the 32- or
-  64-bit integer minimum, then truncated; u64 through the 2^63 split).
+- Casts are C's `(T)x` (kir.CAST_CLASSES; to bool `x != 0`): float -> int
+  out of range is implementation-defined in OpenCL C, kir's POISON, which
+  scalar.convert (numpy's x86 cvtt model, built once) never chooses.
 - Every non-leaf expression is bound to a fresh `const` temporary, in order,
   so each operand is a name or a literal however often a spelling uses it.
   Float constants are hex literals (exact); NaN and infinities are as_float /
@@ -74,7 +74,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from pyshark.core.types import BOOL, F32, F64, I32, I64, ScalarType
+from pyshark.core.types import BOOL, F32, F64, I64, ScalarType
 
 from .. import kir as K
 
@@ -122,20 +122,11 @@ def wrap_type(t: ScalarType) -> str:
     return "ulong" if t.bits == 64 else "uint"
 
 
-def _cls(t: ScalarType) -> str:
-    if t is BOOL:
-        return "b"
-    if t.is_float:
-        return "f"
-    return "s" if t.is_signed else "u"
-
-
 # ---------------------------------------------------------------------------
-# The spellings. {x} {y}: operands (names or literals); {T}: the C type of
-# the operands; {W}: wrap_type(T); {M}: bits(T) - 1; {MONE}: (T)-1.
-
-_SAFE_S = "(({y} == ({T})0) | ({y} == {MONE})) ? ({T})1 : {y}"
-_SAFE_U = "({y} == ({T})0) ? ({T})1 : {y}"
+# The spellings, keyed like kir.BIN_CLASSES / UN_CLASSES / CAST_CLASSES:
+# (primitive, class). {x} {y}: operands (names or literals); {T}: the C type
+# of the operands (of the result, for casts); {W}: wrap_type(T); {Z}: a zero
+# of x's type.
 
 BIN_SPELLINGS = {
     # floats
@@ -145,17 +136,14 @@ BIN_SPELLINGS = {
     # integers: wrapping arithmetic in the unsigned type of >= 32 bits
     **{(op, c): f"({{T}})(({{W}}){{x}} {sym} ({{W}}){{y}})"
        for op, sym in (("add", "+"), ("sub", "-"), ("mul", "*")) for c in "su"},
-    ("div", "s"): "({y} == {MONE}) ? ({T})(({W})0 - ({W}){x}) : ({T})({x} / (" + _SAFE_S + "))",
-    ("rem", "s"): "({y} == {MONE}) ? ({T})0 : ({T})({x} % (" + _SAFE_S + "))",
-    ("div", "u"): "({T})({x} / (" + _SAFE_U + "))",
-    ("rem", "u"): "({T})({x} % (" + _SAFE_U + "))",
+    # C's division, remainder and shifts; kir.py's preconditions hold
     **{(op, c): f"({{T}})({{x}} {sym} {{y}})"
-       for op, sym in (("and", "&"), ("or", "|"), ("xor", "^")) for c in "su"},
+       for op, sym in (("div", "/"), ("rem", "%"), ("and", "&"), ("or", "|"), ("xor", "^"))
+       for c in "su"},
     ("and", "b"): "{x} & {y}", ("or", "b"): "{x} | {y}", ("xor", "b"): "{x} ^ {y}",
-    ("shl", "s"): "({T})(({W}){x} << ({y} & {M}))",
-    ("shl", "u"): "({T})(({W}){x} << ({y} & {M}))",
-    ("shr", "s"): "({T})({x} >> ({y} & {M}))",        # arithmetic (signed)
-    ("shr", "u"): "({T})({x} >> ({y} & {M}))",        # logical (unsigned)
+    ("shl", "s"): "({T})(({W}){x} << {y})", ("shl", "u"): "({T})(({W}){x} << {y})",
+    ("shr", "s"): "({T})({x} >> {y})",        # arithmetic (signed)
+    ("shr", "u"): "({T})({x} >> {y})",        # logical (unsigned)
     # comparisons (C's: ordered, except != which is unordered on floats)
     **{(op, c): f"{{x}} {sym} {{y}}"
        for op, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"), ("le", "<="),
@@ -172,9 +160,12 @@ UN_SPELLINGS = {
         "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint")},
 }
 
-# float -> int, x86 cvtt: {lo} {hi}: -2^(b-1), 2^(b-1) as literals of x's type.
-CVTT = "(({x} >= {lo}) & ({x} < {hi})) ? ({I}){x} : ({I})({MIN})"
-_INT_MIN = {32: "-2147483647 - 1", 64: "-9223372036854775807L - 1L"}
+# C's conversions: float -> int out of range is implementation-defined in
+# OpenCL C (kir's POISON; scalar.convert never chooses it); x -> bool is `ne`.
+CAST_SPELLINGS = {
+    **dict.fromkeys(K.CAST_CLASSES, "({T}){x}"),
+    **{(c, "b"): "{x} != {Z}" for c in "fsu"},
+}
 
 
 # ---------------------------------------------------------------------------
@@ -307,14 +298,14 @@ class _KernelEmitter:
         if isinstance(e, K.Bin):
             t = K.type_of(e.x)
             x, y = self.expr(e.x, ind), self.expr(e.y, ind)
-            tmpl = BIN_SPELLINGS.get((e.op, _cls(t)))
+            tmpl = BIN_SPELLINGS.get((e.op, K.scalar_class(t)))
             if tmpl is None:
                 raise NotImplementedError(f"{e.op} on {t!r} (kir.py gives it no meaning)")
             return self._fill(tmpl, t, x=x, y=y)
         if isinstance(e, K.Un):
             t = K.type_of(e.x)
             x = self.expr(e.x, ind)
-            tmpl = UN_SPELLINGS.get((e.op, _cls(t)))
+            tmpl = UN_SPELLINGS.get((e.op, K.scalar_class(t)))
             if tmpl is None:
                 raise NotImplementedError(f"{e.op} on {t!r} (kir.py gives it no meaning)")
             return self._fill(tmpl, t, x=x)
@@ -343,36 +334,14 @@ class _KernelEmitter:
     def _fill(self, tmpl: str, t: ScalarType, **ops) -> str:
         self._note(t)
         T = C_TYPES[t.value]
-        return tmpl.format(T=T, W=wrap_type(t) if t.is_int else "", M=t.bits - 1,
-                           MONE=literal(t, -1) if t.is_signed else "", **ops)
+        return tmpl.format(T=T, W=wrap_type(t) if t.is_int else "", **ops)
 
     def cast(self, to: ScalarType, frm: ScalarType, x: str, ind: str) -> str:
         self._note(to)
         if to == frm:
             return x
-        T = C_TYPES[to.value]
-        if to is BOOL:
-            return f"{x} != {literal(frm, 0)}"
-        if frm is BOOL or to.is_float or not frm.is_float:
-            return f"({T}){x}"             # 0/1; rounding to nearest; int wrap/extend
-        # float -> int: the x86 cvtt model of emit_llvm.py
-        if to.bits < 32 or to is I32:
-            v = self.temp(I32, self._cvtt(frm, x, 32), ind)
-            return v if to is I32 else f"({T}){v}"
-        if to.bits == 32:                                  # u32
-            return f"(uint){self.temp(I64, self._cvtt(frm, x, 64), ind)}"
-        if to.is_signed:                                   # i64
-            return self._cvtt(frm, x, 64)
-        two63 = float_literal(frm, 2.0 ** 63)
-        small = self.temp(I64, self._cvtt(frm, x, 64), ind)
-        shifted = self.temp(frm, f"{x} - {two63}", ind)
-        big = self.temp(I64, self._cvtt(frm, shifted, 64), ind)
-        return f"({x} >= {two63}) ? ((ulong){big} ^ 0x8000000000000000UL) : (ulong){small}"
-
-    def _cvtt(self, frm: ScalarType, x: str, bits: int) -> str:
-        return CVTT.format(x=x, lo=float_literal(frm, -2.0 ** (bits - 1)),
-                           hi=float_literal(frm, 2.0 ** (bits - 1)),
-                           I="int" if bits == 32 else "long", MIN=_INT_MIN[bits])
+        tmpl = CAST_SPELLINGS[K.scalar_class(frm), K.scalar_class(to)]
+        return tmpl.format(T=C_TYPES[to.value], x=x, Z=literal(frm, 0))
 
     # -- statements ----------------------------------------------------------
     def block(self, b: K.Block, ind: str):
@@ -633,4 +602,4 @@ def uses_f64(source: str) -> bool:
 
 __all__ = ["emit_kernel", "program_source", "uses_f64", "Kernel", "KernelArg", "Unsupported",
            "captures", "block_can_fail", "literal", "reg_type", "mem_type", "c_name",
-           "BIN_SPELLINGS", "UN_SPELLINGS", "C_TYPES"]
+           "BIN_SPELLINGS", "UN_SPELLINGS", "CAST_SPELLINGS", "C_TYPES"]

@@ -12,9 +12,10 @@ kernel IR, as Futhark's PyOpenCL backend generates Python host code.
 
 `rt` is the call's runtime (runtime.py: device memory, launches). Values:
 - scalars are numpy scalars of their exact dtype; the primitives are spelled
-  from the table HOST_BIN / HOST_UN over hostprims.py, whose values are
-  emit_llvm.py's (see there); a function that computes with them runs its
-  body under np.errstate(all="ignore") so wrapping arithmetic stays quiet;
+  from the tables HOST_BIN / HOST_UN / HOST_CAST over hostprims.py (the
+  meanings of kir.py, as kir_interp.py computes them); a function that
+  computes with them runs its body under np.errstate(all="ignore") so
+  wrapping arithmetic stays quiet;
 - a pointer is a pair (memory, element offset): memory is a runtime.DevMem
   (a device buffer) or a numpy array (host memory: the out-params of the
   entry ABI, and arrays of pointers);
@@ -51,25 +52,33 @@ from ..cpu.emit_llvm import ALLOC_FAIL_MESSAGE   # one message text for both bac
 from . import emit_cl
 
 
-# Python spellings over numpy scalars (hostprims.py). Keys: op, or (op,
-# class) with class "f" float / "i" integer; {M}: a constant bits(T) - 1.
+# Python spellings over numpy scalars (hostprims.py), keyed like
+# kir.BIN_CLASSES / UN_CLASSES / CAST_CLASSES: (primitive, class).
 HOST_BIN = {
-    "add": "({x} + {y})", "sub": "({x} - {y})", "mul": "({x} * {y})",
-    ("div", "f"): "({x} / {y})", ("div", "i"): "idiv({x}, {y})",
-    ("rem", "f"): "fmod({x}, {y})", ("rem", "i"): "irem({x}, {y})",
-    "and": "({x} & {y})", "or": "({x} | {y})", "xor": "({x} ^ {y})",
-    "shl": "({x} << ({y} & {M}))", "shr": "({x} >> ({y} & {M}))",
-    "pow": "libm('pow', {x}, {y})", "atan2": "libm('atan2', {x}, {y})",
-    "eq": "({x} == {y})", "ne": "({x} != {y})", "lt": "({x} < {y})",
-    "le": "({x} <= {y})", "gt": "({x} > {y})", "ge": "({x} >= {y})",
+    **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("add", "+"), ("sub", "-"), ("mul", "*"))
+       for c in "fsu"},
+    ("div", "f"): "({x} / {y})", ("rem", "f"): "fmod({x}, {y})",
+    **{(op, c): f"{fn}({{x}}, {{y}})" for op, fn in (("div", "idiv"), ("rem", "irem"))
+       for c in "su"},
+    **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("and", "&"), ("or", "|"), ("xor", "^"))
+       for c in "sub"},
+    **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("shl", "<<"), ("shr", ">>"))
+       for c in "su"},
+    ("pow", "f"): "libm('pow', {x}, {y})", ("atan2", "f"): "libm('atan2', {x}, {y})",
+    **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"),
+                                                     ("le", "<="), ("gt", ">"), ("ge", ">="))
+       for c in "fsub"},
 }
 HOST_UN = {
-    "neg": "(-{x})", "not": "(~{x})", "isnan": "isnan({x})",
-    **{op: op + "({x})" for op in ("fabs", "sqrt", "floor", "ceil", "trunc", "rint")},
-    **{op: f"libm('{op}', {{x}})" for op in ("exp", "log", "log2", "log10", "sin", "cos",
-                                            "tan", "asin", "acos", "atan", "sinh", "cosh",
-                                            "tanh")},
+    **{("neg", c): "(-{x})" for c in "fsu"}, **{("not", c): "(~{x})" for c in "sub"},
+    ("isnan", "f"): "isnan({x})",
+    **{(op, "f"): op + "({x})" for op in ("fabs", "sqrt", "floor", "ceil", "trunc", "rint")},
+    **{(op, "f"): f"libm('{op}', {{x}})" for op in ("exp", "log", "log2", "log10", "sin", "cos",
+                                                   "tan", "asin", "acos", "atan", "sinh", "cosh",
+                                                   "tanh")},
 }
+# every conversion is the interpreter's (kir_interp.CAST_IMPL, via hostprims.cast)
+HOST_CAST = dict.fromkeys(K.CAST_CLASSES, "cast({x}, '{to}')")
 
 # Bin ops that never warn on numpy scalars (comparisons of NaN included)
 _QUIET_BIN = frozenset(K.CMP_PRIMS) | {"and", "or", "xor"}
@@ -124,20 +133,19 @@ class _FnGen:
                 self.loops += 1
                 tmp = f"_d{self.loops}"
                 return f"({tmp} {py} {y} if ({tmp} := {x}) >= {zero} else {slow}({tmp}, {y}))"
-            cls = "f" if t.is_float else "i"
-            tmpl = HOST_BIN.get((e.op, cls)) or HOST_BIN[e.op]
-            m = self.mod.const(t, t.bits - 1) if e.op in ("shl", "shr") else ""
-            return tmpl.format(x=x, y=y, M=m)
+            return HOST_BIN[e.op, K.scalar_class(t)].format(x=x, y=y)
         if isinstance(e, K.Un):
             self.arith |= e.op not in ("not", "isnan")
-            return HOST_UN[e.op].format(x=self.expr(e.x))
+            return HOST_UN[e.op, K.scalar_class(K.type_of(e.x))].format(x=self.expr(e.x))
         if isinstance(e, K.Cast):
-            if e.to == K.type_of(e.x):
+            frm = K.type_of(e.x)
+            if e.to == frm:
                 return self.expr(e.x)
             if e.bits:
                 return f"bitcast({self.expr(e.x)}, '{e.to.value}')"
             self.arith = True
-            return f"cast({self.expr(e.x)}, '{e.to.value}')"
+            return HOST_CAST[K.scalar_class(frm), K.scalar_class(e.to)].format(
+                x=self.expr(e.x), to=e.to.value)
         if isinstance(e, K.Sel):
             return f"({self.expr(e.x)} if {self.expr(e.cond)} else {self.expr(e.y)})"
         if isinstance(e, K.Load):
@@ -299,4 +307,4 @@ def translate(m: K.Module) -> HostProgram:
     return _ModGen(m).generate()
 
 
-__all__ = ["translate", "HostProgram", "HOST_BIN", "HOST_UN", "ALLOC_FAIL_MESSAGE"]
+__all__ = ["translate", "HostProgram", "HOST_BIN", "HOST_UN", "HOST_CAST", "ALLOC_FAIL_MESSAGE"]

@@ -3,12 +3,11 @@
 Host code keeps every kir scalar as a numpy scalar of its exact dtype
 (np.int8 ... np.float64, np.bool_); a function that computes with them runs
 under np.errstate(all="ignore") (host.py wraps its body: quiet_set/quiet_reset), so numpy's scalar arithmetic is the machine arithmetic kir.py names: ints
-wrap, floats are IEEE. What numpy does not spell directly is here, with
-emit_llvm.py's values where kir.py leaves a case to the lowering (integer
-x / 0 = x, x % 0 = 0, MIN / -1 = MIN, x % -1 = 0). Casts and the C math
-library functions come from the kernel IR's reference interpreter
-(kir_interp.cast; un_prim and bin_prim: libm through ctypes, as the CPU
-backend calls it).
+wrap, floats are IEEE. What numpy does not spell directly is the kernel IR
+reference interpreter's (kir_interp): C's truncating integer division and
+remainder (idiv, irem: the precondition of kir.py checked, as there), casts
+(kir_interp.cast) and the C math library functions (un_prim and bin_prim:
+libm through ctypes, as the CPU backend calls it).
 
 Generated host modules start with `from pyshark.codegen.opencl.hostprims
 import *`.
@@ -20,6 +19,7 @@ import numpy as np
 from pyshark.core.types import ScalarType
 
 from ..kir_interp import bin_prim as _bin_prim, cast as _kcast, un_prim as _un_prim
+from ..kir_interp import int_div as idiv, int_rem as irem
 
 i8, i16, i32, i64 = np.int8, np.int16, np.int32, np.int64
 u8, u16, u32, u64 = np.uint8, np.uint16, np.uint32, np.uint64
@@ -56,29 +56,6 @@ def fhex(t, text: str):
     return t(float.fromhex(text))
 
 
-def idiv(x, y):
-    """C's truncating x / y on numpy ints; x / 0 = x, MIN / -1 = MIN."""
-    yi = int(y)
-    if yi == 0:
-        return x
-    if yi == -1:
-        return -x                           # wraps for MIN (errors ignored)
-    xi = int(x)
-    q = abs(xi) // abs(yi)
-    return type(x)(-q if (xi < 0) != (yi < 0) else q)
-
-
-def irem(x, y):
-    """C's x % y (sign of x) on numpy ints; x % 0 = 0, x % -1 = 0."""
-    yi = int(y)
-    if yi == 0 or yi == -1:
-        return type(x)(0)
-    xi = int(x)
-    q = abs(xi) // abs(yi)
-    q = -q if (xi < 0) != (yi < 0) else q
-    return type(x)(xi - q * yi)
-
-
 fmod = np.fmod
 fabs, sqrt, floor, ceil, trunc, rint, isnan = (np.fabs, np.sqrt, np.floor, np.ceil, np.trunc,
                                                np.rint, np.isnan)
@@ -90,8 +67,8 @@ def libm(op: str, *xs):
 
 
 def cast(x, to: str):
-    """kir.Cast(to, x): kir_interp.cast, which spells emit_llvm.py's x86
-    cvtt model for float -> int and numpy's astype otherwise."""
+    """kir.Cast(to, x): kir_interp.cast (an out-of-range float -> int gives
+    kir_interp.POISON, which scalar.convert's Sel never chooses)."""
     return _kcast(x, TYPES[to])
 
 

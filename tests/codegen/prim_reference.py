@@ -1,6 +1,6 @@
 """The NumPy reference of the kernel IR's scalar primitives, shared by the
 emitter tests of every backend (cpu, opencl): which primitives each type
-has, their NumPy counterparts, and an independent model of kir.Cast's
+has, their NumPy counterparts, and an independent model of scalar.convert's
 float -> int rule (gcc's x86-64 cvtt sequences)."""
 from __future__ import annotations
 
@@ -14,21 +14,13 @@ N = 301          # long enough for the vector loop and its scalar remainder
 
 
 def bin_ops_for(t):
-    ops = ["eq", "ne", "lt", "le", "gt", "ge"]
-    if t is BOOL:
-        return ops + ["and", "or", "xor"]
-    ops += ["add", "sub", "mul", "div", "rem"]
-    if t.is_int:
-        return ops + ["and", "or", "xor", "shl", "shr"]
-    return ops + ["pow", "atan2"]
+    """The binary primitives of t (kir.BIN_CLASSES)."""
+    return [op for op in K.BIN_CLASSES if K.scalar_class(t) in K.BIN_CLASSES[op]]
 
 
 def un_ops_for(t):
-    if t is BOOL:
-        return ["not"]
-    if t.is_int:
-        return ["neg", "not"]
-    return sorted(K.UN_PRIMS - {"not"})
+    """The unary primitives of t (kir.UN_CLASSES)."""
+    return [op for op in K.UN_CLASSES if K.scalar_class(t) in K.UN_CLASSES[op]]
 
 
 def trunc_div(x, y):
@@ -54,7 +46,7 @@ EXACT_UN = {"neg", "not", "fabs", "sqrt", "floor", "ceil", "trunc", "rint", "isn
 
 
 def cvtt_model(x: float, to) -> int:
-    """kir.py's float -> int for out-of-range and NaN inputs, as gcc spells
+    """scalar.convert's float -> int for out-of-range and NaN inputs, as gcc spells
     C casts on x86-64: cvtt to 32 bits for narrow and i32 targets, to 64 bits
     for i64 and u32, and the 2^63-split sequence for u64; then truncated."""
     def cvtt(x, bits):
