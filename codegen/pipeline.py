@@ -11,6 +11,7 @@ from typing import Callable
 
 from pyshark.core import ir
 from pyshark.core.check import check_program
+from pyshark.core.empty_shapes import derive_empty_shapes
 from pyshark.errors import InternalCompilerError
 
 from .opt.cse import cse
@@ -39,12 +40,21 @@ GPU_PASSES: list[tuple[str, Pass]] = [
 ]
 
 
+# Last for every target: the inner dimensions of empty map results, computed
+# once the maps are final (their hoisted size statements are not optimised;
+# they are a few scalar operations per map of arrays).
+FINAL_PASSES: list[tuple[str, Pass]] = [
+    ("empty_shapes", derive_empty_shapes),
+]
+
+
 def passes_for(target=None) -> list[tuple[str, Pass]]:
     """The pass list for a target (codegen/target.py): PASSES, plus
-    GPU_PASSES for the gpu family when its record asks for them."""
+    GPU_PASSES for the gpu family when its record asks for them, then
+    FINAL_PASSES."""
     if target is not None and getattr(target, "gpu", False) and getattr(target, "flatten", False):
-        return PASSES + GPU_PASSES
-    return PASSES
+        return PASSES + GPU_PASSES + FINAL_PASSES
+    return PASSES + FINAL_PASSES
 
 
 def optimise(program: ir.Program, check: bool = False,
