@@ -15,8 +15,8 @@ import numpy as np
 
 from ..errors import ShapeError
 from .build import (as_array, collect, element_template, empty_from_template, result_template,
-                    retype_empty, template_from_flat, template_of_value, to_dtype, untyped_empty,
-                    _PY_SCALARS)
+                    retype_empty, stand_in_dims, template_from_flat, template_of_value, to_dtype,
+                    untyped_empty, _PY_SCALARS)
 from .static import site_types
 from .tuple_array import TupleArray, build_tuple
 
@@ -76,9 +76,9 @@ def map(f, xs, *more):
     results = [f(*args) for args in zip(*columns)]
     if results:
         return collect(results)
-    tpl = result_template(f, [element_template(a) for a in arrays],
-                          lambda: site_types(("Map",), lead=1))
-    return empty_from_template(tpl, (0,))
+    elems = [element_template(a) for a in arrays]
+    tpl = result_template(f, elems, lambda: site_types(("Map",), lead=1))
+    return empty_from_template(stand_in_dims(tpl, f, elems), (0,))
 
 
 def reduce(op, ne, xs):
@@ -200,8 +200,9 @@ def tabulate(n, f):
     results = [f(np.int64(i)) for i in range(n)]
     if results:
         return collect(results)
-    tpl = result_template(f, [value_template_i64()], lambda: site_types(("Map",), lead=1))
-    return empty_from_template(tpl, (0,))
+    index = [value_template_i64()]
+    tpl = result_template(f, index, lambda: site_types(("Map",), lead=1))
+    return empty_from_template(stand_in_dims(tpl, f, index), (0,))
 
 
 def tabulate_2d(n, m, f):
@@ -212,9 +213,9 @@ def tabulate_2d(n, m, f):
     results = [f(np.int64(i), np.int64(j)) for i in range(n) for j in range(m)]
     if results:
         return _reshape_lead(collect(results), n, m)
-    tpl = result_template(f, [value_template_i64(), value_template_i64()],
-                          lambda: site_types(("Map", "Reshape"), lead=2))
-    return empty_from_template(tpl, (n, m))
+    index = [value_template_i64(), value_template_i64()]
+    tpl = result_template(f, index, lambda: site_types(("Map", "Reshape"), lead=2))
+    return empty_from_template(stand_in_dims(tpl, f, index), (n, m))
 
 
 def value_template_i64():
