@@ -23,6 +23,7 @@ from .opt.simplify import simplify
 Pass = Callable[[ir.Program], ir.Program]
 
 PASSES: list[tuple[str, Pass]] = [
+    ("empty_shapes", derive_empty_shapes),   # an empty map's rows, from the maps as written
     ("inline", inline),       # no calls left; only entry FunDefs remain
     ("simplify", simplify),   # copy propagation, constant folding, dead code
     ("cse", cse),             # common subexpressions
@@ -40,21 +41,12 @@ GPU_PASSES: list[tuple[str, Pass]] = [
 ]
 
 
-# Last for every target: the inner dimensions of empty map results, computed
-# once the maps are final (their hoisted size statements are not optimised;
-# they are a few scalar operations per map of arrays).
-FINAL_PASSES: list[tuple[str, Pass]] = [
-    ("empty_shapes", derive_empty_shapes),
-]
-
-
 def passes_for(target=None) -> list[tuple[str, Pass]]:
     """The pass list for a target (codegen/target.py): PASSES, plus
-    GPU_PASSES for the gpu family when its record asks for them, then
-    FINAL_PASSES."""
+    GPU_PASSES for the gpu family when its record asks for them."""
     if target is not None and getattr(target, "gpu", False) and getattr(target, "flatten", False):
-        return PASSES + GPU_PASSES + FINAL_PASSES
-    return PASSES + FINAL_PASSES
+        return PASSES + GPU_PASSES
+    return PASSES
 
 
 def optimise(program: ir.Program, check: bool = False,

@@ -5,16 +5,18 @@ results"): they are the shape the map's function gives for a stand-in
 argument, the zero element of each mapped array (index 0 for tabulate), and
 0 where the function raises for it. This pass gives every Map that returns
 arrays and has no `empty_dims` yet (the translator sets zeros for
-comprehensions) those dimensions, as atoms computed by statements placed
-just before the Map: Futhark's way of knowing a map's result size without
-running it, hoisting the size expressions out of the map's function
-(core/stand_in.py evaluates it abstractly on the stand-in). A dimension
-that depends on data is 0.
+comprehensions) those dimensions, as atoms computed by statements hoisted
+out of the map: Futhark's way of knowing a map's result size without
+running it (core/stand_in.py evaluates the function abstractly on the
+stand-in). A dimension that depends on data is 0.
 
-The statements read only names the Map can read and cannot raise, so the
-interpreter and the lowering need nothing but the Map's field. It runs as
-the last core-IR pass (codegen/pipeline.py; the core backend runs it after
-translation), after fusion has settled which maps exist.
+It is the first pass (codegen/pipeline.py; the core backend runs it after
+translation), so the dimensions come from the maps as the user wrote them,
+each function on its own stand-in as in Python mode; fusion then keeps
+them. The hoisted statements cannot raise and are placed as early as their
+operands allow; a mapped array that another map computed is read through
+that map's empty_dims (it is empty when this map is), never through its
+size, so the statements do not keep the two maps from fusing.
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from dataclasses import replace
 from . import ir
 from .sizes import Syms
 from .stand_in import StandIn
-from .traverse import binder_vars, map_exp
+from .traverse import binder_vars, children, map_exp
 from .types import ScalarType
 
 
@@ -64,12 +66,13 @@ def concat_empty_dims(m1: ir.Map, m2: ir.Map) -> tuple[bool, object]:
     return True, (d1 or ()) + (d2 or ())
 
 
-def empty_dims_of(m: ir.Map, fresh, loc=None, program=None) -> tuple[list, tuple]:
+def empty_dims_of(m: ir.Map, fresh, loc=None, program=None, known=None) -> tuple[list, tuple]:
     """(statements, atoms): m's empty inner dimensions, computed by the
     statements (to be placed before m) from names m can read. `fresh(t)`
-    makes a new Var of type t."""
+    makes a new Var of type t; `known` maps names of m's arrays to their
+    own empty dimensions (StandIn.map_rows)."""
     syms = Syms(fresh, loc)
-    res, ok = StandIn(syms, program).map_rows(m)
+    res, ok = StandIn(syms, program).map_rows(m, known)
     zero = syms.i64(0)
     dims = []
     for r, t in zip(res, m.lam.ret):
@@ -107,6 +110,7 @@ class _Pass:
         self.program = program
         self.fun = fun
         self.fresh = FreshNames(fun)
+        self.rows: dict = {}        # array name -> its empty rows' dimensions (atoms)
 
     def fundef(self) -> ir.FunDef:
         body = self.body(self.fun.body)
@@ -118,14 +122,37 @@ class _Pass:
         for stm in b.stms:
             e = map_exp(stm.exp, _same, self.body)      # nested maps first
             if e.__class__ is ir.Map and e.empty_dims is None and returns_arrays(e):
-                stms, dims = empty_dims_of(e, self.fresh, stm.loc, self.program)
-                out.extend(stms)
+                known = {a.name: self.rows[a.name] for a in e.arrs if a.name in self.rows}
+                stms, dims = empty_dims_of(e, self.fresh, stm.loc, self.program, known)
+                for h in stms:
+                    _place(out, h)
                 e = replace(e, empty_dims=dims)
             if e is not stm.exp:
                 stm = ir.Let(stm.pat, e, stm.loc)
                 changed = True
             out.append(stm)
+            self.note_rows(stm)
         return ir.Body(tuple(out), b.result) if changed else b
+
+    def note_rows(self, stm: ir.Let) -> None:
+        e = stm.exp
+        if e.__class__ is ir.Map and e.empty_dims is not None:
+            atoms = iter(e.empty_dims)
+            for v, t in zip(stm.pat, e.lam.ret):
+                if not isinstance(t, ScalarType):
+                    self.rows[v.name] = tuple(next(atoms) for _ in range(t.rank))
+        elif e.__class__ is ir.AtomExp and isinstance(e.atom, ir.Var) and e.atom.name in self.rows:
+            self.rows[stm.pat[0].name] = self.rows[e.atom.name]
+
+
+def _place(out: list, h: ir.Let) -> None:
+    """Inserts h into out right after the last statement binding a name it reads."""
+    need = {a.name for a in children(h.exp) if isinstance(a, ir.Var)}
+    pos = 0
+    for k, s in enumerate(out):
+        if any(v.name in need for v in s.pat):
+            pos = k + 1
+    out.insert(pos, h)
 
 
 def _same(a):

@@ -78,13 +78,18 @@ class StandIn:
         self.ok: Sym = syms.true
 
     # -- the entry point ------------------------------------------------------------
-    def map_rows(self, m: ir.Map) -> tuple[list, Sym]:
+    def map_rows(self, m: ir.Map, known=None) -> tuple[list, Sym]:
         """The values m's function returns for the stand-in element of m's
         arrays (arrays of zeros of their row shape, scalars 0), and the
-        condition that it does not raise."""
+        condition that it does not raise. `known`: the row dimensions (atoms)
+        of some of m's arrays when they are empty (another map's empty_dims),
+        used instead of their sizes."""
         env = Env()
         for p, a in zip(m.lam.params, m.arrs):
-            env[p.name] = self.stand_in(self.outside(a).row(), p.type)
+            dims = (known or {}).get(a.name)
+            row = (Arr(tuple(self.value(d, env) for d in dims), p.type) if dims is not None
+                   else self.outside(a).row())
+            env[p.name] = self.stand_in(row, p.type)
         saved, self.ok = self.ok, self.s.true
         res = self.body(m.lam.body, env)
         ok, self.ok = self.ok, saved

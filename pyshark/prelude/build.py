@@ -405,8 +405,9 @@ def _leaf(dtype, rank):
     return Template(dtype, inner=(0,) * rank)
 
 
-def _count_leaves(tpl):
-    return builtins.sum(_count_leaves(f) for f in tpl.fields) if tpl.is_tuple else 1
+def count_leaves(tpl):
+    """The number of flat (core IR) values of an element of type tpl."""
+    return builtins.sum(count_leaves(f) for f in tpl.fields) if tpl.is_tuple else 1
 
 
 def _retype(tpl, flat):
@@ -421,7 +422,7 @@ def template_from_flat(flat, structure=None):
     """A template from the compiled program's flat element types [(dtype, rank), ...];
     several values take their nesting from `structure` when it has as many leaves."""
     if structure is not None and structure.is_tuple and not structure.inner \
-            and _count_leaves(structure) == len(flat):
+            and count_leaves(structure) == len(flat):
         return _retype(structure, iter(flat))
     if len(flat) == 1:
         return _leaf(*flat[0])

@@ -127,3 +127,19 @@ def first_positive(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]
         assert r[0] > 0.0, "rows start positive"
         return r
     return ps.map(row, xs)
+
+
+@ps.entry
+def over_listed(xs: ps.Array[ps.f32]) -> ps.Array[ps.Array[ps.f32]]:
+    """A map over an empty comprehension (the list []): its stand-in is an
+    empty row, as compiled code's comprehension has rows of 0."""
+    return ps.map(lambda r: ps.concat(r, ps.replicate(3, ps.f32(1.0))),
+                  [ps.replicate(2, x) for x in xs])
+
+
+@ps.entry
+def after_raise(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
+    """Two maps that fusion joins: each function gets its own stand-in, as in
+    Python mode (the first raises for a row of width 0, the second does not)."""
+    ys = ps.map(lambda r: ps.replicate(2, r[0]), xs)
+    return ps.map(lambda r: ps.concat(r, ps.replicate(3, ps.f32(1.0))), ys)

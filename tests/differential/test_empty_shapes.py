@@ -80,6 +80,10 @@ CASES = [
     ("listed", [f32(0)], (0, 0)),                        # a comprehension: the list []
     ("guarded", [f32(0, 4), f32(1, value=1.0)], (0, 4)),
     ("first_positive", [f32(0, 4)], (0, 0)),             # raises for the stand-in's own 0
+    ("over_listed", [f32(0)], (0, 3)),                   # a map over the list []
+    ("over_listed", [f32(2, value=1.0)], (2, 5)),
+    ("after_raise", [f32(0, 0)], (0, 3)),                # fused maps, a stand-in each
+    ("after_raise", [f32(0, 5)], (0, 5)),
 ]
 
 
