@@ -446,19 +446,20 @@ def result_template(fn, arg_templates, static=None):
 # --- the inner dimensions of an empty map's result ----------------------------------------------
 def stand_in_dims(tpl, fn, arg_templates):
     """tpl with the inner dimensions of what fn returns for the stand-in
-    argument (zeros of arg_templates' types and shapes), called once with
-    numpy's warnings off; every inner dimension is 0 where it raises or an
-    argument's type is unknown. The types stay tpl's."""
+    argument (zeros of arg_templates' types and shapes), called once as
+    Python mode runs code: numpy's warnings off, but an integer division by
+    zero raising (semantics.py; a bare np.errstate(all="ignore") would make
+    it 0). Every inner dimension is 0 where the call raises or an argument's
+    type is unknown. The types stay tpl's."""
     if not _has_array(tpl):
         return tpl
+    from .semantics import python_semantics
     got = None
     if arg_templates is not None and builtins.all(t is not None for t in arg_templates):
         args = [value_from_template(t, 0) for t in arg_templates]
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                with np.errstate(all="ignore"):
-                    got = template_of_value(fn(*args))
+            with python_semantics():
+                got = template_of_value(fn(*args))
         except Exception:
             got = None
     return _with_dims(tpl, got)

@@ -143,3 +143,15 @@ def after_raise(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
     Python mode (the first raises for a row of width 0, the second does not)."""
     ys = ps.map(lambda r: ps.replicate(2, r[0]), xs)
     return ps.map(lambda r: ps.concat(r, ps.replicate(3, ps.f32(1.0))), ys)
+
+
+@ps.entry
+def grid_index(n: int, m: int) -> ps.Array[ps.Array[ps.Array[ps.f32]]]:
+    """Rows sized by the index: an empty grid's are f(0, 0)'s on every backend."""
+    return ps.tabulate_2d(n, m, lambda i, j: ps.replicate(i, ps.f32(j)))
+
+
+@ps.entry
+def per_width(xs: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.Array[ps.i64]]:
+    """12 // len(r) raises ZeroDivisionError for a stand-in row of width 0."""
+    return ps.map(lambda r: ps.replicate(3, 12 // len(r)), xs)

@@ -69,6 +69,9 @@ CASES = [
     ("cat", [f32(0, 64), f32(3, 64, value=1.0)], (3, 64)),   # item 11e
     ("grid", [0, 4], (0, 4, 3)),                         # tabulate_2d of arrays
     ("grid", [2, 0], (2, 0, 3)),
+    ("grid_index", [3, 0], (3, 0, 0)),
+    ("grid_index", [0, 3], (0, 3, 0)),
+    ("grid_index", [1, 3], (1, 3, 0)),
     ("stepped", [f32(0), 3], (0, 4)),                    # rows from a loop
     ("zeros_kept", [f32(0, 5)], (0, 5)),                 # filter of the stand-in's zeros
     ("by_sum", [f32(0, 5)], (0, 2)),                     # a size from the stand-in's sum (0)
@@ -82,6 +85,8 @@ CASES = [
     ("first_positive", [f32(0, 4)], (0, 0)),             # raises for the stand-in's own 0
     ("over_listed", [f32(0)], (0, 3)),                   # a map over the list []
     ("over_listed", [f32(2, value=1.0)], (2, 5)),
+    ("per_width", [np.zeros((0, 4), np.int64)], (0, 3)),
+    ("per_width", [np.zeros((0, 0), np.int64)], (0, 0)),  # 12 // 0 raises for the stand-in
     ("after_raise", [f32(0, 0)], (0, 3)),                # fused maps, a stand-in each
     ("after_raise", [f32(0, 5)], (0, 5)),
 ]

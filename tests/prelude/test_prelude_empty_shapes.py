@@ -63,3 +63,12 @@ def test_tuples_of_arrays_per_field():
     t = ps.map(lambda r: (ps.sum(r), ps.concat(r, r)), np.zeros((0, 4), np.float64))
     assert isinstance(t, ps.TupleArray)
     assert t.fields[0].shape == (0,) and t.fields[1].shape == (0, 8)
+
+
+def test_integer_division_by_zero_raises_in_the_stand_in():
+    xs = np.zeros((0, 0), np.int64)
+    with ps.python_semantics():
+        got = ps.map(lambda r: ps.replicate(3, ps.i64(12) // ps.i64(len(r))), xs)
+    assert got.shape == (0, 0)
+    xs = np.zeros((0, 4), np.int64)
+    assert ps.map(lambda r: ps.replicate(3, ps.i64(12) // ps.i64(len(r))), xs).shape == (0, 3)
