@@ -34,7 +34,7 @@ from typing import Optional
 
 from . import ir, ops
 from .sizes import Lit, Sym, Syms
-from .types import BOOL, I64, ArrayType, ScalarType
+from .types import ScalarType
 
 
 class Arr:
