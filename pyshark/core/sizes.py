@@ -121,6 +121,8 @@ class Syms:
 
     def _identity(self, op, x, y, t) -> Optional[Sym]:
         if t.is_bool:
+            if op in ("land", "lor") and x is y:
+                return x
             if op == "land":
                 return y if x is self.true else x if y is self.true else \
                     self.false if self.false in (x, y) else None
@@ -175,9 +177,32 @@ class Syms:
                 return self.bin("land", c, x)
         return self._node("select", (c, x, y), x.type)
 
+    def implies(self, conj: Sym, c: Sym) -> bool:
+        """c is one of the conjuncts of conj (an and-chain), or true."""
+        while True:
+            if c is conj or c is self.true:
+                return True
+            if not (isinstance(conj, Node) and conj.op == "land"):
+                return False
+            if conj.args[1] is c:
+                return True
+            conj = conj.args[0]
+
+    def conjuncts(self, c: Sym) -> list:
+        out = []
+        while isinstance(c, Node) and c.op == "land":
+            out.append(c.args[1])
+            c = c.args[0]
+        out.append(c)
+        return out[::-1]
+
     # shorthands
     def and_(self, x: Sym, y: Sym) -> Sym:
-        return self.bin("land", x, y)
+        """x && y, without repeating a conjunct x already has."""
+        for c in self.conjuncts(y):
+            if not self.implies(x, c):
+                x = self.bin("land", x, c)
+        return x
 
     def or_(self, x: Sym, y: Sym) -> Sym:
         return self.bin("lor", x, y)

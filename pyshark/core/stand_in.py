@@ -118,7 +118,7 @@ class StandIn:
 
     def require(self, cond: Optional[Sym]) -> None:
         """The body raises unless cond (None: a condition on data, not checked)."""
-        if cond is not None:
+        if cond is not None and not self.s.implies(self.ok, cond):
             self.ok = self.s.and_(self.ok, cond)
 
     def guarded(self, body: ir.Body, env: Env) -> tuple[list, Sym]:
@@ -157,8 +157,11 @@ class StandIn:
         if i is None or n is None:
             return None
         s = self.s
+        hi = s.bin("lt", i, n)
+        if s.nonneg(i):
+            return hi
         lo = s.bin("ge", i, s.bin("sub", s.i64(0), n) if wrap else s.i64(0))
-        return s.and_(lo, s.bin("lt", i, n))
+        return s.and_(lo, hi)
 
     def first_of(self, n, fill, elem: ScalarType):
         """`first` of an array of length n whose elements are all fill."""
