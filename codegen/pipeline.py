@@ -11,6 +11,7 @@ from typing import Callable
 
 from pyshark.core import ir
 from pyshark.core.check import check_program
+from pyshark.core.empty_shapes import derive_empty_shapes
 from pyshark.errors import InternalCompilerError
 
 from .opt.cse import cse
@@ -22,6 +23,7 @@ from .opt.simplify import simplify
 Pass = Callable[[ir.Program], ir.Program]
 
 PASSES: list[tuple[str, Pass]] = [
+    ("empty_shapes", derive_empty_shapes),   # an empty map's rows, from the maps as written
     ("inline", inline),       # no calls left; only entry FunDefs remain
     ("simplify", simplify),   # copy propagation, constant folding, dead code
     ("cse", cse),             # common subexpressions

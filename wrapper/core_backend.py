@@ -1,7 +1,8 @@
 """Backend "core": a DEVELOPMENT backend, not a fast one.
 
 It runs the translated, type-checked core IR in the reference interpreter
-(pyshark.core.interp). It exists so the translator and the IR can be tested
+(pyshark.core.interp), after the one pass that semantics needs: the inner
+dimensions of empty map results (pyshark/core/empty_shapes.py). It exists so the translator and the IR can be tested
 against Python mode before any code generator is built, and so that a
 native backend's results can be compared with the IR's own semantics.
 The artifact is the pickled, checked Program.
@@ -39,7 +40,8 @@ class CoreBackend(Backend):
                    for m in ("pyshark.core.interp", "pyshark.core.check"))
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        program = translate_and_check(path, text=source_text)
+        from pyshark.core.empty_shapes import derive_empty_shapes
+        program = derive_empty_shapes(translate_and_check(path, text=source_text))
         (Path(directory) / PROGRAM_FILE).write_bytes(
             pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
         return program, {"program": PROGRAM_FILE}

@@ -35,7 +35,9 @@ PROGRAM_FILE = "program.pickle"
 def site_table(program) -> dict:
     """{(line, col): [(Exp class name, ((dtype str, rank), ...)), ...]} for every
     Let of the program (nested bodies too), in emission order: the types the
-    compiled program gives what is computed at each source position."""
+    compiled program gives what is computed at each source position; a Map
+    adds ("Map.params", its function's parameter types)."""
+    from pyshark.core import ir
     from pyshark.core.traverse import iter_stms
     from pyshark.core.types import ScalarType
     table: dict = {}
@@ -46,6 +48,13 @@ def site_table(program) -> dict:
             types = tuple((t.dtype.str, 0) if isinstance(t, ScalarType) else (t.elem.dtype.str, t.rank)
                           for t in (v.type for v in stm.pat))
             table.setdefault((stm.loc.line, stm.loc.col), []).append((type(stm.exp).__name__, types))
+            if isinstance(stm.exp, ir.Map) and stm.exp.lam.params:
+                # the element types of a map's inputs: Python mode's stand-in
+                # for an empty list input (prelude map)
+                params = tuple((t.dtype.str, 0) if isinstance(t, ScalarType)
+                               else (t.elem.dtype.str, t.rank)
+                               for t in (p.type for p in stm.exp.lam.params))
+                table[(stm.loc.line, stm.loc.col)].append(("Map.params", params))
     return table
 
 

@@ -58,6 +58,7 @@ reduction over the rows of two matrices (matmul) is tried by gpu/tile2d.py
 from __future__ import annotations
 
 from contextlib import ExitStack
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Optional
 
@@ -68,7 +69,7 @@ from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Delayed, Lowerer, shape_size
 from ..lower_arrays import can_delay
-from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements
+from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements, empty_dims
 from ..mc.segmap import row_split, store_row
 from ..usage import free_vars, use_counts
 from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
@@ -228,20 +229,20 @@ def _map_of_transpose(lw: Lowerer, e: ir.Map, env, stm):
         return None
     n = lw.scalar(e.width, env)
     check_width(lw, n, e.arrs, [a], stm.loc, "map")
-    return [transpose_rows(lw, a)]
+    return [transpose_rows(lw, a, empty_dims(lw, e, env)[0])]
 
 
-def transpose_rows(lw: Lowerer, a) -> Arr:
+def transpose_rows(lw: Lowerer, a, empty=(ZERO, ZERO)) -> Arr:
     """The array of the transposes of a rank-3 array's rows, AT[k][j][i] =
     A[k][i][j]: one work-item per element (coalesced writes). With no rows
-    its shape is (0, 0, 0), as Python mode's empty map gives."""
+    its rows have the shape `empty` (a map's empty_dims)."""
     if isinstance(a, Delayed):
         a = lw.materialise(a)
     # the shape as expressions of a's (no new variables: flat_nest_rows
     # reads it from a trial lowering)
     w, r, c = a.shape
     some = S.b("gt", w, ZERO)
-    out = lw.alloc("trs", a.elem, (w, K.Sel(some, c, ZERO), K.Sel(some, r, ZERO)))
+    out = lw.alloc("trs", a.elem, (w, K.Sel(some, c, empty[0]), K.Sel(some, r, empty[1])))
     rc = lw.let("rc", S.b("mul", r, c))
 
     def body(f):
@@ -276,8 +277,19 @@ def _pretranspose(lw: Lowerer, levels: list, arrs: list) -> tuple[list, list]:
         return levels, arrs
     lam2 = ir.Lambda(lam.params + tuple(extra_params), ir.Body(tuple(keep), lam.body.result),
                      lam.ret)
-    cur2 = ir.Map(cur.width, lam2, cur.arrs)
+    cur2 = replace(cur, lam=lam2)
     return [(cur2, upto - len(extra_params), w)] + levels[1:], arrs + extra_arrs
+
+
+def _nest_shape(lw: Lowerer, widths: list, empty: tuple) -> tuple:
+    """The shape of a nest's result: the widths, where a level with no
+    element above it has the outer map's empty_dims instead (Python mode's
+    empty result has the stand-in's dimensions)."""
+    shape, seen = [widths[0]], widths[0]
+    for w, d in zip(widths[1:], empty):
+        shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, d)))
+        seen = lw.let("np", S.b("mul", seen, w))
+    return tuple(shape)
 
 
 def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
@@ -288,12 +300,8 @@ def flat_nest(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
     levels, arrs = _pretranspose(lw, levels, arrs)
     innermost = levels[-1][0].lam
-    # an empty map has rows of length 0, as Python mode's empty result has
-    shape, seen = [widths[0]], widths[0]
-    for w in widths[1:]:
-        shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
-        seen = lw.let("np", S.b("mul", seen, w))
-    outs = [lw.alloc("map", t, tuple(shape)) for t in innermost.ret]
+    outs = [lw.alloc("map", t, _nest_shape(lw, widths, ed))
+            for t, ed in zip(innermost.ret, empty_dims(lw, e, env))]
     total = lw.let("tot", shape_size(widths))
 
     def store(f, res):
@@ -394,18 +402,18 @@ def flat_nest_rows(lw: Lowerer, e: ir.Map, env, levels: list, stm):
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, widths[0], e.arrs, arrs, stm.loc, "map")
     levels, arrs = _pretranspose(lw, levels, arrs)
-    shape, seen = [widths[0]], widths[0]
-    for w in widths[1:]:
-        shape.append(lw.let("nr", K.Sel(S.b("gt", seen, ZERO), w, ZERO)))
-        seen = lw.let("np", S.b("mul", seen, w))
     total = lw.let("tot", shape_size(widths))
-    # the rows' shape: 0 when the space is empty (Python mode's empty result)
-    rshapes = [tuple(lw.let("rn", K.Sel(S.b("gt", total, ZERO), x, ZERO)) for x in sh)
-               for sh in shapes]
+    # the rows' shape: the outer map's empty_dims when the space is empty
+    # (Python mode's empty result has the stand-in's dimensions)
+    empty = empty_dims(lw, e, env)
+    nl = len(widths) - 1
+    rshapes = [tuple(lw.let("rn", K.Sel(S.b("gt", total, ZERO), x, d))
+                     for x, d in zip(sh, ed[nl:]))
+               for sh, ed in zip(shapes, empty)]
     outs, rsizes = [], []
-    for t, sh in zip(lam.ret, rshapes):
+    for t, sh, ed in zip(lam.ret, rshapes, empty):
         elem = t if isinstance(t, ScalarType) else t.elem
-        outs.append(lw.alloc("map", elem, tuple(shape) + sh))
+        outs.append(lw.alloc("map", elem, _nest_shape(lw, widths, ed[:nl]) + sh))
         rsizes.append(lw.let("rs", shape_size(sh)) if sh else None)
 
     def store(f, res):

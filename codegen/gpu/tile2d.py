@@ -46,7 +46,7 @@ from pyshark.core.types import I64
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Lowerer
-from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements
+from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements, empty_dims
 from ..usage import free_vars, use_counts
 from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
 
@@ -178,7 +178,8 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             arrs = [lw.array(a, env) for a in e.arrs]
             check_width(lw, n, e.arrs, arrs, stm.loc, "map")
             m = p.m
-            nr = lw.let("nr", K.Sel(S.b("gt", n, ZERO), m, ZERO))
+            (ed,) = empty_dims(lw, e, env)       # the rows of an empty map
+            nr = lw.let("nr", K.Sel(S.b("gt", n, ZERO), m, ed[0]))
         # the rows' sizes for the host statements (which read no memory)
         henv = dict(env)
         henv[p.row] = Arr(X.base, X.data, X.shape[1:], X.elem, X.aliases)

@@ -46,6 +46,16 @@ def all_scalar(types) -> bool:
     return all(isinstance(t, ScalarType) for t in types)
 
 
+def empty_dims(lw: Lowerer, e, env) -> list[tuple]:
+    """Per result of the map e, the inner dimensions of its rows when e is
+    empty (e.empty_dims, from core/empty_shapes.py; 0 without them)."""
+    atoms = iter(e.empty_dims or ())
+    return [() if isinstance(t, ScalarType) else
+            tuple(lw.scalar(next(atoms), env) if e.empty_dims is not None else ZERO
+                  for _ in range(t.rank))
+            for t in e.lam.ret]
+
+
 #: chunks per thread of a multicore reduce/scan/filter on the CPU: the
 #: ParFor over the chunks hands them out dynamically (codegen/cpu/
 #: emit_parfor.py), so a thread descheduled mid-chunk holds up the join for

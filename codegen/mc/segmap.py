@@ -4,9 +4,10 @@ Scalar results: one output per result, written at index i by iteration i;
 when each result feeds exactly one later SOAC of the same body the map is
 not materialised at all (a Delayed array, fused into its consumer).
 Array results: iteration 0 runs first to learn the row shape (sizes are
-needed before the allocation), the rest run in parallel, each checking
-its row has that shape (an irregular result is a ShapeError, as in Python
-mode) and copying it into its row.
+needed before the allocation; an empty map's rows have its empty_dims),
+the rest run in parallel, each checking its row has that shape (an
+irregular result is a ShapeError, as in Python mode) and copying it into
+its row.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .. import scalar as S
 from ..lower_base import Arr, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from ..usage import free_vars
-from .common import ONE, ZERO, all_scalar, check_width, elements
+from .common import ONE, ZERO, all_scalar, check_width, elements, empty_dims
 from .tile import register_tiled
 
 
@@ -67,7 +68,7 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
                 lw.emit(K.Store(o.data, i, r))
         lw.par_for("i", n, body)
         return outs
-    return _map_of_arrays(lw, lam, n, row, stm)
+    return _map_of_arrays(lw, lam, n, row, stm, empty_dims(lw, e, env))
 
 
 _HEAVY = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter, ir.Loop,
@@ -154,9 +155,10 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     lam = e.lam
     inner = lam.body.stms[upto].exp
     nj = lw.let("nj", nj)
-    # an empty outer map has rows of length 0 (as Python mode's empty result)
+    # an empty outer map has the rows its empty_dims say (Python mode's stand-in)
+    (ej,) = empty_dims(lw, e, env)
     out = lw.alloc("map", inner.lam.ret[0],
-                   (n, lw.let("nr", K.Sel(S.b("gt", n, ZERO), nj, ZERO))))
+                   (n, lw.let("nr", K.Sel(S.b("gt", n, ZERO), nj, ej[0]))))
 
     @contextmanager
     def open_row(i):
@@ -243,13 +245,13 @@ def store_row(lw: Lowerer, out: Arr, r: Arr, owned: bool, shape: tuple, i: K.Exp
         lw.emit(K.Free(r.base))
 
 
-def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm):
-    # row shapes: 0 when the map is empty (as Python mode's empty result)
+def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
+    # row shapes: the map's empty_dims when it is empty (Python mode's stand-in)
     shapes = [tuple(lw.var("rn", I64) for _ in range(t.rank)) if not isinstance(t, ScalarType)
               else () for t in lam.ret]
-    for sh in shapes:
-        for v in sh:
-            lw.emit(K.Set(v, ZERO))
+    for sh, ed in zip(shapes, empty):
+        for v, d in zip(sh, ed):
+            lw.emit(K.Set(v, d))
     first = []
     nonempty = lw.let("ne", S.b("gt", n, ZERO))
     with lw.block() as b0:

@@ -56,6 +56,7 @@ from dataclasses import replace
 from typing import Optional
 
 from pyshark.core import ir
+from pyshark.core.empty_shapes import empty_dims_of, returns_arrays
 from pyshark.core.traverse import free_vars, iter_stms
 from pyshark.core.types import ArrayType, BOOL, I64, ScalarType, array_of
 
@@ -141,7 +142,9 @@ class _Distribute:
         self.stm = stm
         self.m: ir.Map = stm.exp
         self.w = self.m.width
-        self.need_guard = False
+        # an empty map of arrays keeps its rows' dimensions (empty_shapes.py):
+        # the distributed maps would not know them, so width 0 takes the guard
+        self.need_guard = returns_arrays(self.m)
         self.loc = stm.loc
         self.remat: dict[str, ir.Let] = {}     # variant, cheap, cannot fail
         self.order: dict[str, int] = {}
@@ -188,7 +191,8 @@ class _Distribute:
 
     def _empty_map(self) -> ir.Body:
         """The map's results when its width is 0: a map with the same inputs
-        whose function builds values of the result types."""
+        whose function builds values of the result types, and the original
+        map's empty dimensions."""
         lam = self.m.lam
         params = tuple(self.names.var(p) for p in lam.params)
         stms: list[ir.Let] = []
@@ -204,9 +208,15 @@ class _Distribute:
                 x = v
             res.append(x)
         pat = tuple(self.names.var(v) for v in self.stm.pat)
+        sizes, dims = [], self.m.empty_dims
+        if dims is None and returns_arrays(self.m):
+            # the original function's empty dimensions (the final pass would
+            # see only this map's function)
+            sizes, dims = empty_dims_of(self.m, lambda t: self.names.var(ir.Var("es", t)),
+                                        self.loc)
         new = ir.Map(self.w, ir.Lambda(params, ir.Body(tuple(stms), tuple(res)), lam.ret),
-                     self.m.arrs)
-        return ir.Body((self._let(pat, new),), pat)
+                     self.m.arrs, dims)
+        return ir.Body(tuple(sizes) + (self._let(pat, new),), pat)
 
     def _let(self, pat, exp) -> ir.Let:
         return ir.Let(tuple(pat), exp, self.loc)

@@ -377,7 +377,17 @@ def _h_map(it: I, e: ir.Map, env, loc):
         for o, r in zip(outs, it.body(body, env)):
             o.append(r)
     it.end_lambda(lam, env)
-    return [_stack(o, t, loc, "map") for o, t in zip(outs, lam.ret)]
+    inner = _empty_dims(it, e, env) if w <= 0 else repeat(None)
+    return [_stack(o, t, loc, "map", inner=d) for o, t, d in zip(outs, lam.ret, inner)]
+
+
+def _empty_dims(it: I, e: ir.Map, env) -> list:
+    """Per result of an empty map, the inner dimensions of its rows (None: 0)."""
+    if e.empty_dims is None:
+        return [None] * len(e.lam.ret)
+    dims = iter([int(it.atom(a, env)) for a in e.empty_dims])
+    return [None if isinstance(t, ScalarType) else [next(dims) for _ in range(t.rank)]
+            for t in e.lam.ret]
 
 
 def _h_reduce(it: I, e: ir.Reduce, env, loc):

@@ -341,10 +341,18 @@ class Reshape:
 @dataclass(frozen=True)
 class Map:
     """Applies lam to the i-th elements of arrs; one result array per lam
-    result (a lambda returning an array gives a rank-increased array)."""
+    result (a lambda returning an array gives a rank-increased array).
+
+    `empty_dims`: the inner dimensions of the results when width is 0 (no
+    row to take them from): one i64 atom per dimension of each array-valued
+    lam result, in order. None means all 0. The translator leaves it None
+    for prelude maps (core/empty_shapes.py derives it, the shape lam gives
+    for a stand-in element, as Python mode does) and sets zeros for a
+    comprehension (an empty Python list has no inner dimensions)."""
     width: Atom
     lam: Lambda
     arrs: tuple[Var, ...]
+    empty_dims: Optional[tuple[Atom, ...]] = None
 
 
 @dataclass(frozen=True)

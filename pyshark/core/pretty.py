@@ -145,7 +145,10 @@ def _soac_args(name, e, parts, ind):
 
 
 def _map(e: ir.Map, ind):
-    return _soac_args("map", e, [_lambda(e.lam, ind)] + [a.name for a in e.arrs], ind)
+    text = _soac_args("map", e, [_lambda(e.lam, ind)] + [a.name for a in e.arrs], ind)
+    if e.empty_dims is None:
+        return text
+    return f"{text} empty [{_atoms(e.empty_dims)}]"
 
 
 def _reduce(e: ir.Reduce, ind):

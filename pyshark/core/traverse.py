@@ -36,6 +36,7 @@ BINDER = "binder"       # one Var bound here
 BINDERS = "binders"     # a tuple of Vars bound here
 NODE = "node"           # Let.exp, Body.stms: walked, not an operand
 OPT_ATOM = "opt_atom"   # an Atom or None (SliceDim bounds)
+OPT_ATOMS = "opt_atoms"  # a tuple of Atoms or None (Map.empty_dims)
 
 _S, _A, _AS = STATIC, ATOM, ATOMS
 
@@ -64,7 +65,7 @@ FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     ir.Rotate: (("r", _A), ("arr", _A)),
     ir.Transpose: (("arr", _A),),
     ir.Reshape: (("shape", _AS), ("arr", _A)),
-    ir.Map: (("width", _A), ("lam", LAMBDA), ("arrs", _AS)),
+    ir.Map: (("width", _A), ("lam", LAMBDA), ("arrs", _AS), ("empty_dims", OPT_ATOMS)),
     ir.Reduce: (("width", _A), ("lam", LAMBDA), ("neutral", _AS), ("arrs", _AS),
                 ("commutative", _S)),
     ir.Scan: (("width", _A), ("lam", LAMBDA), ("neutral", _AS), ("arrs", _AS)),
@@ -115,7 +116,7 @@ def children(e: ir.Exp) -> tuple:
         v = getattr(e, name)
         if role is ATOM or role is BODY or role is LAMBDA:
             out.append(v)
-        elif role is ATOMS:
+        elif role is ATOMS or (role is OPT_ATOMS and v is not None):
             out.extend(v)
         elif role is DIMS:
             for d in v:
@@ -169,7 +170,7 @@ def map_exp(e: ir.Exp, f_atom: Callable[[ir.Atom], ir.Atom],
         v = getattr(e, name)
         if role is ATOM:
             v = f_atom(v)
-        elif role is ATOMS:
+        elif role is ATOMS or (role is OPT_ATOMS and v is not None):
             v = _map_atoms(v, f_atom)
         elif role is BODY:
             v = f_body(v)

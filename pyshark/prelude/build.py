@@ -11,6 +11,11 @@ Rules (the prelude's reference semantics):
   shapes raise ShapeError. The dtype is the first one's.
 * Tuples / NamedTuples give a TupleArray of their fields, column by column,
   recursively; arrays of tuples stack into a TupleArray of higher rank.
+* Empty results of map, tabulate and tabulate_2d keep their inner
+  dimensions (docs/language.md, "Empty results"): those of what the
+  function returns for a stand-in argument, the zero element of each mapped
+  array (index 0 for tabulate), called once (`stand_in_dims`); 0 where it
+  raises.
 * Empty results take their element type, in this order, from
   1. the return annotation of a named function (typing.get_type_hints; an
      `Array[...]` return adds dimensions of size 0),
@@ -400,8 +405,9 @@ def _leaf(dtype, rank):
     return Template(dtype, inner=(0,) * rank)
 
 
-def _count_leaves(tpl):
-    return builtins.sum(_count_leaves(f) for f in tpl.fields) if tpl.is_tuple else 1
+def count_leaves(tpl):
+    """The number of flat (core IR) values of an element of type tpl."""
+    return builtins.sum(count_leaves(f) for f in tpl.fields) if tpl.is_tuple else 1
 
 
 def _retype(tpl, flat):
@@ -416,7 +422,7 @@ def template_from_flat(flat, structure=None):
     """A template from the compiled program's flat element types [(dtype, rank), ...];
     several values take their nesting from `structure` when it has as many leaves."""
     if structure is not None and structure.is_tuple and not structure.inner \
-            and _count_leaves(structure) == len(flat):
+            and count_leaves(structure) == len(flat):
         return _retype(structure, iter(flat))
     if len(flat) == 1:
         return _leaf(*flat[0])
@@ -435,3 +441,52 @@ def result_template(fn, arg_templates, static=None):
         return template_from_flat(flat, structure)
     tpl = probe_template(fn, arg_templates)
     return tpl if tpl is not None else F64
+
+
+# --- the inner dimensions of an empty map's result ----------------------------------------------
+def stand_in_dims(tpl, fn, arg_templates):
+    """tpl with the inner dimensions of what fn returns for the stand-in
+    argument (zeros of arg_templates' types and shapes), called once as
+    Python mode runs code: numpy's warnings off, but an integer division by
+    zero raising (semantics.py; a bare np.errstate(all="ignore") would make
+    it 0). Every inner dimension is 0 where the call raises or an argument's
+    type is unknown. The types stay tpl's."""
+    if not _has_array(tpl):
+        return tpl
+    from .semantics import python_semantics
+    got = None
+    if arg_templates is not None and builtins.all(t is not None for t in arg_templates):
+        args = [value_from_template(t, 0) for t in arg_templates]
+        try:
+            with python_semantics():
+                got = template_of_value(fn(*args))
+        except Exception:
+            got = None
+    return _with_dims(tpl, got)
+
+
+def _has_array(tpl) -> bool:
+    if tpl.is_tuple:
+        return builtins.bool(tpl.inner) or builtins.any(_has_array(f) for f in tpl.fields)
+    return builtins.bool(tpl.inner)
+
+
+def _with_dims(tpl, got):
+    """tpl with got's inner dimensions where got (a template or None) has
+    the same structure; 0 elsewhere."""
+    if tpl.is_tuple:
+        same = got is not None and got.is_tuple and len(got.fields) == len(tpl.fields)
+        subs = got.fields if same else [None] * len(tpl.fields)
+        return Template(make=tpl.make, fields=[_with_dims(f, g) for f, g in zip(tpl.fields, subs)],
+                        inner=_dims(tpl.inner, got.inner if same else None), typed=tpl.typed)
+    same = got is not None and not got.is_tuple
+    return Template(tpl.dtype, inner=_dims(tpl.inner, got.inner if same else None),
+                    typed=tpl.typed)
+
+
+def _dims(want: tuple, got) -> tuple:
+    """got's dimensions for a rank of len(want), padded with 0 (an empty list
+    has no inner dimensions); all 0 when got has more."""
+    if got is None or len(got) > len(want):
+        return (0,) * len(want)
+    return tuple(got) + (0,) * (len(want) - len(got))

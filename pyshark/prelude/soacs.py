@@ -14,9 +14,9 @@ import builtins
 import numpy as np
 
 from ..errors import ShapeError
-from .build import (as_array, collect, element_template, empty_from_template, result_template,
-                    retype_empty, template_from_flat, template_of_value, to_dtype, untyped_empty,
-                    _PY_SCALARS)
+from .build import (as_array, collect, count_leaves, element_template, empty_from_template,
+                    result_template, retype_empty, stand_in_dims, template_from_flat,
+                    template_of_value, to_dtype, untyped_empty, _PY_SCALARS)
 from .static import site_types
 from .tuple_array import TupleArray, build_tuple
 
@@ -68,6 +68,25 @@ def _element_type(xs, kind, lead=0):
     return tpl
 
 
+def _typed_elements(elems, arrays):
+    """The element types of map's inputs, an empty Python list's (one at
+    most) from the compiled map's parameters: its stand-in is then zeros
+    of 0 inner dimensions, as compiled code's empty comprehension has."""
+    missing = [k for k, (t, a) in enumerate(zip(elems, arrays)) if t is None and untyped_empty(a)]
+    if len(missing) != 1 or builtins.sum(t is None for t in elems) != 1:
+        return elems
+    flat = site_types(("Map.params",))
+    known = builtins.sum(count_leaves(t) for t in elems if t is not None)
+    if flat is None or known >= len(flat):
+        return elems
+    out, pos = [], 0
+    for t in elems:
+        n = len(flat) - known if t is None else count_leaves(t)
+        out.append(template_from_flat(flat[pos:pos + n]) if t is None else t)
+        pos += n
+    return out
+
+
 def map(f, xs, *more):
     """[f(x, y, ...) for x, y, ... in zip(xs, ys, ...)]; ShapeError if lengths differ."""
     arrays = (xs,) + more
@@ -76,9 +95,9 @@ def map(f, xs, *more):
     results = [f(*args) for args in zip(*columns)]
     if results:
         return collect(results)
-    tpl = result_template(f, [element_template(a) for a in arrays],
-                          lambda: site_types(("Map",), lead=1))
-    return empty_from_template(tpl, (0,))
+    elems = _typed_elements([element_template(a) for a in arrays], arrays)
+    tpl = result_template(f, elems, lambda: site_types(("Map",), lead=1))
+    return empty_from_template(stand_in_dims(tpl, f, elems), (0,))
 
 
 def reduce(op, ne, xs):
@@ -200,8 +219,9 @@ def tabulate(n, f):
     results = [f(np.int64(i)) for i in range(n)]
     if results:
         return collect(results)
-    tpl = result_template(f, [value_template_i64()], lambda: site_types(("Map",), lead=1))
-    return empty_from_template(tpl, (0,))
+    index = [value_template_i64()]
+    tpl = result_template(f, index, lambda: site_types(("Map",), lead=1))
+    return empty_from_template(stand_in_dims(tpl, f, index), (0,))
 
 
 def tabulate_2d(n, m, f):
@@ -212,9 +232,9 @@ def tabulate_2d(n, m, f):
     results = [f(np.int64(i), np.int64(j)) for i in range(n) for j in range(m)]
     if results:
         return _reshape_lead(collect(results), n, m)
-    tpl = result_template(f, [value_template_i64(), value_template_i64()],
-                          lambda: site_types(("Map", "Reshape"), lead=2))
-    return empty_from_template(tpl, (n, m))
+    index = [value_template_i64(), value_template_i64()]
+    tpl = result_template(f, index, lambda: site_types(("Map", "Reshape"), lead=2))
+    return empty_from_template(stand_in_dims(tpl, f, index), (n, m))
 
 
 def value_template_i64():

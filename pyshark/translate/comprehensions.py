@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from ..core import ir
-from ..core.types import BOOL, SArray
+from ..core.types import BOOL, I64, ArrayType, SArray
 from .context import Ctx
 from .exprs import bool_value, lazy_bool, translate_expr
 from .iteration import iter_source
@@ -62,6 +62,10 @@ def translate_listcomp(ctx: Ctx, node: cst.ListComp) -> ArrayV:
     if not atoms:
         raise ctx.error(node.elt, "a comprehension element must hold at least one value")
     lam = ir.Lambda(tuple(params), sub.b.body(atoms), tuple(a.type for a in atoms))
-    outs = ctx.b.bind(ir.Map(width, lam, tuple(arrays)), "comp", loc)
+    # an empty comprehension is the Python list [], which has no inner
+    # dimensions: its rows are of size 0 (a prelude map's come from its function)
+    zeros = tuple(ir.Const(0, I64) for t in lam.ret if isinstance(t, ArrayType)
+                  for _ in range(t.rank))
+    outs = ctx.b.bind(ir.Map(width, lam, tuple(arrays), zeros or None), "comp", loc)
     return ArrayV(SArray(value_stype(v)), tuple(outs), new_buffer(), from_list=True,
                   py=py_flags(v))

@@ -216,40 +216,42 @@ def lower_tabulate(c: PCall):
 
 def lower_tabulate_2d(c: PCall):
     """f(i, j) over an n x m grid; negative sizes raise ShapeError as in Python
-    mode. Scalar (or tuple-of-scalar) results: one flat Map over iota(n * m)
-    reshaped to [n, m], so the result is n x m even when n == 0 (a nested Map
-    could not know m then) and the kernel is flat. Array results: Map of Map."""
+    mode. One flat Map over iota(n * m) with i = k // m, j = k % m, reshaped
+    to [n, m, ...]: the result is n x m also when n == 0, the kernel is flat,
+    and an empty grid's rows are f(0, 0)'s, as Python mode's one stand-in call
+    gives (a Map of Maps would derive each row's from its own i)."""
     c.count(3, usage="ps.tabulate_2d(n, m, f)")
     f = c.fun(2, 2)
-    io_n, wn = _iota(c, 0, True)
-    io_m, wm = _iota(c, 1, True)
-    flat = _tabulate_2d_flat(c, f, wn, wm)
-    if flat is not None:
-        return flat
-    outer = c.ctx.nested()
-    i = outer.b.var(I64, "i")
-    inner_lam, rst = c.lam(f, [SScalar(I64)], 2, ctx=outer, pre_args=[ScalarV(i)])
-    rows = outer.b.bind(ir.Map(wm, inner_lam, (io_m,)), "row", c.loc)
-    outer_lam = ir.Lambda((i,), outer.b.body(rows), tuple(r.type for r in rows))
-    parts = c.bind(ir.Map(wn, outer_lam, (io_n,)), "tab")
-    return fresh_array(SArray(SArray(rst)), parts)
+    _, wn = _iota(c, 0, True)
+    _, wm = _iota(c, 1, True)
+    flat = _tabulate_2d_flat(c, f, wn, wm, wm, scalars=True)
+    if flat is None:
+        # rows of arrays: divide by max(m, 1), so that the stand-in k = 0 is
+        # (0, 0) also when m == 0 (scalars keep `// m`, which the lowering
+        # turns into a loop over rows and columns)
+        m1 = c.bind1(ir.BinOp("max", wm, ir.Const(1, I64)), "m1")
+        flat = _tabulate_2d_flat(c, f, wn, wm, m1, scalars=False)
+    return flat
 
 
-def _tabulate_2d_flat(c: PCall, f, wn, wm):
-    """The flat form of tabulate_2d, or None when f returns arrays."""
+def _tabulate_2d_flat(c: PCall, f, wn, wm, divisor, scalars: bool):
+    """The flat form (None when `scalars` and f returns arrays)."""
     outer = c.ctx.nested()
     k = outer.b.var(I64, "k")
-    i = outer.b.bind1(ir.BinOp("floordiv", k, wm), "i", c.loc)   # m > 0 whenever k exists
-    j = outer.b.bind1(ir.BinOp("mod", k, wm), "j", c.loc)
+    i = outer.b.bind1(ir.BinOp("floordiv", k, divisor), "i", c.loc)   # m > 0 whenever k exists
+    j = outer.b.bind1(ir.BinOp("mod", k, divisor), "j", c.loc)
     lam, rst = c.lam(f, [], 2, ctx=outer, pre_args=[ScalarV(i), ScalarV(j)])
-    if not all(isinstance(t, ScalarType) for t in lam.ret):
+    if scalars and not all(isinstance(t, ScalarType) for t in lam.ret):
         return None
     body = ir.Body(tuple(outer.b.stms) + lam.body.stms, lam.body.result)
     lam = ir.Lambda((k,), body, lam.ret)
     nm = c.bind1(ir.BinOp("mul", wn, wm), "nm")
     ks = c.bind1(ir.Iota(nm), "k")
     flat = c.bind(ir.Map(nm, lam, (ks,)), "tab")
-    parts = [c.bind1(ir.Reshape((wn, wm), part), "tab") for part in flat]
+    parts = []
+    for part in flat:
+        rows = tuple(c.bind1(ir.Size(part, d), "d") for d in range(1, part.type.rank))
+        parts.append(c.bind1(ir.Reshape((wn, wm) + rows, part), "tab"))
     return fresh_array(SArray(SArray(rst)), parts)
 
 

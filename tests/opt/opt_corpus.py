@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from pyshark import testing
+from pyshark.core.empty_shapes import derive_empty_shapes
 from pyshark.core.interp import run_entry
 from pyshark.translate import translate_file
 from pyshark.wrapper import convert
@@ -27,9 +28,11 @@ MODULES = {m.stem: m for m in testing.find_modules(CONFORMANCE)} if CONFORMANCE.
 
 @functools.cache
 def translated(stem: str):
-    """(program, None) or (None, why it does not translate)."""
+    """(program, None) or (None, why it does not translate). The program is
+    what the core backend runs: translated, with its empty maps' dimensions
+    (pyshark/core/empty_shapes.py), which the interpreter's results depend on."""
     try:
-        return translate_file(str(MODULES[stem])), None
+        return derive_empty_shapes(translate_file(str(MODULES[stem]))), None
     except Exception as exc:       # noqa: BLE001 -- a skip, with the reason
         return None, f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
 

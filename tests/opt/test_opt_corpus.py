@@ -24,7 +24,7 @@ def after_step(stem: str, k: int):
 
 # "NAME": the pass alone on the translated program; "K.NAME": the K-th pipeline
 # step, on what the steps before it produced (its real input).
-VARIANTS = [name for name, _ in PASSES[1:4]] + [f"{k}.{name}" for k, (name, _) in
+VARIANTS = [name for name, _ in PASSES[2:5]] + [f"{k}.{name}" for k, (name, _) in
                                                enumerate(PASSES, 1)]
 
 

@@ -40,7 +40,8 @@ ARGS = {
 
 
 def test_pass_list():
-    assert [name for name, _ in PASSES] == ["inline", "simplify", "cse", "fuse", "simplify"]
+    assert [name for name, _ in PASSES] == ["empty_shapes", "inline", "simplify", "cse", "fuse",
+                                            "simplify"]
     assert all(callable(run) for _, run in PASSES)
 
 
@@ -73,7 +74,7 @@ def _breaks_ssa(program: ir.Program) -> ir.Program:
 
 def test_check_names_the_pass_that_broke_the_ir():
     p = translate_source(SRC, "t.py")
-    passes = PASSES[:2] + [("broken", _breaks_ssa)] + PASSES[2:]
-    with pytest.raises(InternalCompilerError, match="pass 3 'broken'"):
+    passes = PASSES[:3] + [("broken", _breaks_ssa)] + PASSES[3:]
+    with pytest.raises(InternalCompilerError, match="pass 4 'broken'"):
         optimise(p, check=True, passes=passes)
     optimise(p, check=False, passes=passes)            # unchecked: no complaint
