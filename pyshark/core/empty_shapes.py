@@ -24,7 +24,7 @@ from dataclasses import replace
 
 from . import ir
 from .sizes import Syms
-from .stand_in import StandIn
+from .stand_in_arrays import ArrayStandIn
 from .traverse import binder_vars, children, map_exp
 from .types import ScalarType
 
@@ -72,7 +72,7 @@ def empty_dims_of(m: ir.Map, fresh, loc=None, program=None, known=None) -> tuple
     makes a new Var of type t; `known` maps names of m's arrays to their
     own empty dimensions (StandIn.map_rows)."""
     syms = Syms(fresh, loc)
-    res, ok = StandIn(syms, program).map_rows(m, known)
+    res, ok = ArrayStandIn(syms, program).map_rows(m, known)
     zero = syms.i64(0)
     dims = []
     for r, t in zip(res, m.lam.ret):

@@ -132,7 +132,7 @@ class StandIn:
     def body(self, body: ir.Body, env: Env) -> list:
         for stm in body.stms:
             e = stm.exp
-            vals = _EVAL[e.__class__](self, e, env)
+            vals = self.RULES[e.__class__](self, e, env)
             for v, x in zip(stm.pat, vals):
                 env[v.name] = x
         return [self.value(a, env) for a in body.result]
@@ -282,7 +282,7 @@ def _if(si: StandIn, e: ir.If, env):
     return [pick(si.s, c, x, y) for x, y in zip(a, b)]
 
 
-_WIDEN = 4      # loop evaluations before giving up on the loop's shapes
+WIDEN = 4      # loop evaluations before giving up on the loop's shapes
 
 
 def _loop(si: StandIn, e: ir.Loop, env):
@@ -297,7 +297,7 @@ def _loop(si: StandIn, e: ir.Loop, env):
     else:
         n = None
     ok_cond = None
-    for _ in range(_WIDEN):
+    for _ in range(WIDEN):
         for p, v in zip(e.params, vals):
             env[p.name] = v
         if isinstance(form, ir.WhileLoop) and ok_cond is None:
@@ -324,6 +324,5 @@ EVAL_SCALAR = {
     ir.Select: _select, ir.Call: _call, ir.If: _if, ir.Loop: _loop, ir.Assert: _assert,
 }
 
-from .stand_in_arrays import EVAL_ARRAYS  # noqa: E402  (it imports the helpers above)
-
-_EVAL = {**EVAL_SCALAR, **EVAL_ARRAYS}
+#: the rules StandIn itself knows; stand_in_arrays.ArrayStandIn adds the array ones
+StandIn.RULES = EVAL_SCALAR

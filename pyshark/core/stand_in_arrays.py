@@ -8,7 +8,7 @@ from typing import Optional
 
 from . import ir
 from .sizes import Lit, Sym
-from .stand_in import Arr, Env, StandIn, _WIDEN, join, same_value, unknown
+from .stand_in import EVAL_SCALAR, WIDEN, Arr, Env, StandIn, join, same_value, unknown
 from .types import I64, ScalarType
 
 
@@ -220,7 +220,7 @@ def _fold(si: StandIn, e, env) -> tuple[Optional[Sym], list]:
     acc = [si.value(a, env) for a in e.neutral]
     k = len(acc)
     elems = [_element(a, p.type) for a, p in zip(arrs, e.lam.params[k:])]
-    for _ in range(_WIDEN):
+    for _ in range(WIDEN):
         res, ok = _apply(si, e.lam, env, acc + elems)
         new = [join(s, a, r) for a, r in zip(acc, res)]
         if all(same_value(a, b) for a, b in zip(new, acc)):
@@ -275,3 +275,9 @@ EVAL_ARRAYS = {
     ir.Map: _map, ir.Reduce: _reduce, ir.Scan: _scan, ir.Filter: _filter,
     ir.ReduceByIndex: _dests, ir.Scatter: _dests,
 }
+
+
+class ArrayStandIn(StandIn):
+    """The stand-in evaluator with the array rules as well as the scalar
+    ones (split over two modules for length, without an import cycle)."""
+    RULES = {**EVAL_SCALAR, **EVAL_ARRAYS}
