@@ -23,7 +23,7 @@ from .opt.simplify import simplify
 Pass = Callable[[ir.Program], ir.Program]
 
 PASSES: list[tuple[str, Pass]] = [
-    ("empty_shapes", derive_empty_shapes),   # an empty map's rows, from the maps as written
+    ("empty-shapes", derive_empty_shapes),   # an empty map's rows, from the maps as written
     ("inline", inline),       # no calls left; only entry FunDefs remain
     ("simplify", simplify),   # copy propagation, constant folding, dead code
     ("cse", cse),             # common subexpressions

@@ -40,7 +40,7 @@ ARGS = {
 
 
 def test_pass_list():
-    assert [name for name, _ in PASSES] == ["empty_shapes", "inline", "simplify", "cse", "fuse",
+    assert [name for name, _ in PASSES] == ["empty-shapes", "inline", "simplify", "cse", "fuse",
                                             "simplify"]
     assert all(callable(run) for _, run in PASSES)
 
