@@ -81,7 +81,7 @@ from llvmlite import ir
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
-from .emit_unwind import INTERRUPT_MESSAGE, POLL_STRIDE, Runtime, Unwinder, heavy, poll
+from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll
 
 ALLOC_FAIL_MESSAGE = "cannot allocate {} elements of {} bytes"
 
@@ -543,7 +543,7 @@ class _FnEmitter:
             self.goto(merge)
             b.position_at_end(merge)
         elif isinstance(s, K.For):
-            poll = None if self.in_par else "each" if heavy(s.body) else "strided"
+            poll = 0 if self.in_par else host_poll_stride(s.body)
             self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll)
         elif isinstance(s, K.While):
             head, body, done = (self.new_block("while.cond"), self.new_block("while.body"),
@@ -602,12 +602,12 @@ class _FnEmitter:
         poll(self, self.mod.interrupt_message())
 
     def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block,
-                 poll: Optional[str] = None):
-        """for var in lo..hi-1: body; `poll` "each" polls for SIGINT at every
-        back edge, "strided" every POLL_STRIDE iterations (an outer loop
-        over strips, so the inner loop stays as it was)."""
+                 poll: int = 0):
+        """for var in lo..hi-1: body; `poll` 1 polls for SIGINT at every back
+        edge, k > 1 every k iterations (an outer loop over strips of k, so
+        the inner loop keeps its one exit and is optimised as before)."""
         b = self.b
-        if poll == "strided":
+        if poll > 1:
             pre = b.block
             head, strip, done = (self.new_block("strip.cond"), self.new_block("strip.body"),
                                  self.new_block("strip.end"))
@@ -617,8 +617,7 @@ class _FnEmitter:
             c.add_incoming(lo, pre)
             b.cbranch(b.icmp_signed("<", c, hi), strip, done)
             b.position_at_end(strip)
-            e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(POLL_STRIDE)),
-                         b.add(c, _I64(POLL_STRIDE)), hi)
+            e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(poll)), b.add(c, _I64(poll)), hi)
             self.for_loop(var, c, e, body)
             if not b.block.is_terminated:
                 self.poll()
@@ -638,7 +637,7 @@ class _FnEmitter:
         b.position_at_end(body_bb)
         b.store(i, slot)
         self.block(body)
-        if poll == "each" and not b.block.is_terminated:
+        if poll == 1 and not b.block.is_terminated:
             self.poll()
         if not b.block.is_terminated:
             nxt = b.add(i, _I64(1), flags=["nsw"])

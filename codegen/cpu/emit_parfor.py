@@ -57,7 +57,7 @@ from llvmlite import ir
 from .. import kir as K
 from .emit_llvm import (CTX_CODE, CTX_SIGINT, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64,
                         _PTR, _VOID, elem_size, mem_type, reg_type)
-from .emit_unwind import SEQ_CHUNK, Unwinder
+from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
@@ -236,7 +236,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     if nontemporal_stores(s.body):
         _streaming_loop(bem, s, lo, hi)
     else:
-        bem.for_loop(s.var, lo, hi, s.body, "each" if loops else None)
+        bem.for_loop(s.var, lo, hi, s.body, BODY_POLL_STRIDE if loops else 0)
     bem.finish(None)
     bem.unwind.finish()
 

@@ -27,11 +27,13 @@ does so on the main thread; C callers may) arms: it installs this module's
 handler with sigaction, which sets the module's flag `pyshark.sigint.flag`
 and then calls the handler it displaced (Python's), and restores that
 handler before returning. Compiled code polls the flag (a relaxed load and
-a predicted branch) at cheap points: every iteration of a host loop whose
-body holds a loop, a ParFor, an allocation or a copy; every POLL_STRIDE
-iterations of other host loops (strip-mined, so the inner loop still
-vectorizes); each block a ParFor thread claims; each iteration of a ParFor
-body that loops; each SEQ_CHUNK iterations of a ParFor run inline. A set
+a predicted branch) at cheap points: host loops every iteration when the
+body holds a ParFor, an allocation or a copy, every BODY_POLL_STRIDE
+iterations when it holds a loop, every POLL_STRIDE otherwise (strips: an
+outer loop over runs of the original loop, which keeps its one exit, so it
+vectorizes and unswitches as before); each block a ParFor thread claims;
+every BODY_POLL_STRIDE iterations of a ParFor body that loops; every
+SEQ_CHUNK iterations of a ParFor run inline. A set
 flag (with ctx->sigint set: a concurrent unarmed call ignores it) fails the
 call with KeyboardInterrupt's code. Loops inside one ParFor iteration do
 not poll (their vectorization matters), so a single element whose own loop
@@ -52,7 +54,8 @@ _PTR = ir.PointerType()
 _VOID = ir.VoidType()
 
 INTERRUPT_MESSAGE = "interrupted by SIGINT (Ctrl-C)"
-POLL_STRIDE = 4096          # iterations of a light host loop between polls
+POLL_STRIDE = 4096          # iterations of a loop-free host loop between polls
+BODY_POLL_STRIDE = 16       # ... of a loop whose body loops (a ParFor's too)
 SEQ_CHUNK = 1 << 16         # iterations of an inline ParFor between polls
 
 # Linux (x86-64, aarch64): struct sigaction is {handler, sigset_t mask (128
@@ -65,11 +68,18 @@ _SA_ONSTACK = 0x08000000
 _SIGACTION_T = ir.ArrayType(_I64, _SIGACTION_BYTES // 8)
 
 
-def heavy(body: K.Block) -> bool:
-    """Whether one iteration of a loop with this body may take long: it
-    holds a loop, a ParFor, an allocation or a copy (poll every iteration)."""
-    return any(isinstance(s, (K.For, K.While, K.ParFor, K.Alloc, K.CopyMem))
-               for s in K.walk_stms(body))
+def host_poll_stride(body: K.Block) -> int:
+    """Iterations between polls of a host loop with this body: 1 when it
+    holds a ParFor, an allocation or a copy (an iteration may take long;
+    a poll costs nothing beside it), BODY_POLL_STRIDE when it holds a loop
+    (which polls too; strips keep the outer loop's one exit: a poll at
+    every back edge of mandelbrot's row loop cost 7%), else POLL_STRIDE."""
+    stms = list(K.walk_stms(body))
+    if any(isinstance(s, (K.ParFor, K.Alloc, K.CopyMem)) for s in stms):
+        return 1
+    if any(isinstance(s, (K.For, K.While)) for s in stms):
+        return BODY_POLL_STRIDE
+    return POLL_STRIDE
 
 
 def has_loop(body: K.Block) -> bool:
