@@ -80,7 +80,8 @@ _check_signals = ctypes.pythonapi.PyErr_CheckSignals    # raises what a handler 
 _check_signals.argtypes = []
 _check_signals.restype = ctypes.c_int
 _MAIN = [threading.main_thread().ident]             # the thread Python's handlers run in
-os.register_at_fork(after_in_child=lambda: _MAIN.__setitem__(0, threading.main_thread().ident))
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _MAIN.__setitem__(0, threading.main_thread().ident))
 
 
 def build_kernels(program: ir.Program, options, **lower_options) -> K.Module:

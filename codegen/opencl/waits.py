@@ -36,9 +36,10 @@ SLICE = 0.05            # seconds between signal checks while handed off
 _COMPLETE = 0           # CL_COMPLETE; errors are negative, pending states 1..3
 
 _MAIN = [threading.main_thread().ident]
-os.register_at_fork(after_in_child=lambda: (_MAIN.__setitem__(0, threading.main_thread().ident),
-                                            _WAITER.clear()))
 _WAITER: list = []      # [queue of (event, threading.Event)] once the waiter runs
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: (
+        _MAIN.__setitem__(0, threading.main_thread().ident), _WAITER.clear()))
 
 
 def _waiter(jobs: queue.SimpleQueue):
