@@ -251,7 +251,8 @@ class Runtime:
         """i1 arm(ptr saved): clears the flag and installs the handler,
         keeping the displaced action in `saved` (and in `chain`, for the
         handler). Returns 0 (and leaves SIGINT alone) when SIGINT is
-        ignored or has its default action, or sigaction fails."""
+        ignored or has its default action, when this handler is already
+        installed, or when sigaction fails."""
         fn = self._fns.get("arm")
         if fn is not None:
             return fn
@@ -283,7 +284,10 @@ class Runtime:
         b.cbranch(b.icmp_signed("==", r, _I32(0)), check, no)
         b.position_at_end(check)
         hv = b.ptrtoint(b.load(saved, typ=_PTR), _I64)
-        b.cbranch(b.icmp_unsigned("<=", hv, _I64(1)), undo, ok)     # SIG_DFL, SIG_IGN
+        # SIG_DFL, SIG_IGN, or this very handler (the module armed twice at
+        # once, against module.h's advice: chaining to itself would recurse)
+        mine = b.icmp_unsigned("==", hv, b.ptrtoint(self.handler_fn(), _I64))
+        b.cbranch(b.or_(b.icmp_unsigned("<=", hv, _I64(1)), mine), undo, ok)
         b.position_at_end(undo)
         b.call(self._sigaction(), [_I32(_SIGINT), saved, null])
         b.branch(no)
