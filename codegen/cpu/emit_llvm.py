@@ -81,7 +81,7 @@ from llvmlite import ir
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
-from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll
+from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = "cannot allocate {} elements of {} bytes"
 
@@ -608,22 +608,7 @@ class _FnEmitter:
         the inner loop keeps its one exit and is optimised as before)."""
         b = self.b
         if poll > 1:
-            pre = b.block
-            head, strip, done = (self.new_block("strip.cond"), self.new_block("strip.body"),
-                                 self.new_block("strip.end"))
-            b.branch(head)
-            b.position_at_end(head)
-            c = b.phi(_I64, name=var.name + ".strip")
-            c.add_incoming(lo, pre)
-            b.cbranch(b.icmp_signed("<", c, hi), strip, done)
-            b.position_at_end(strip)
-            e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(poll)), b.add(c, _I64(poll)), hi)
-            self.for_loop(var, c, e, body)
-            if not b.block.is_terminated:
-                self.poll()
-                c.add_incoming(e, b.block)
-                b.branch(head)
-            b.position_at_end(done)
+            strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body))
             return
         slot = self.var_slot(var)
         pre = b.block

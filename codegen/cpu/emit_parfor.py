@@ -57,7 +57,7 @@ from llvmlite import ir
 from .. import kir as K
 from .emit_llvm import (CTX_CODE, CTX_SIGINT, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64,
                         _PTR, _VOID, elem_size, mem_type, reg_type)
-from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder
+from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
@@ -332,23 +332,14 @@ def _inline_strips(host: _FnEmitter, bfn, cap_vals: list, count, done, can_fail:
     of SEQ_CHUNK iterations, polling for SIGINT between them (one thread
     through 10^9 elements would otherwise not look up for a second)."""
     b = host.b
-    pre = b.block
-    head, strip = host.new_block("parfor.strip"), host.new_block("parfor.strip.run")
-    b.branch(head)
-    b.position_at_end(head)
-    c = b.phi(_I64)
-    c.add_incoming(_I64(0), pre)
-    b.cbranch(b.icmp_signed("<", c, count), strip, done)
-    b.position_at_end(strip)
-    e = b.select(b.icmp_signed(">", b.sub(count, c), _I64(SEQ_CHUNK)),
-                 b.add(c, _I64(SEQ_CHUNK)), count)
-    b.call(bfn, [host.ctx] + cap_vals + [c, e])
-    if can_fail:
-        # a failed strip ends the loop (the host unwinds after it)
-        go = host.new_block("parfor.strip.ok")
-        failed = b.icmp_signed("!=", b.load(host.ctx_field(CTX_CODE), typ=_I32), _I32(0))
-        b.cbranch(failed, done, go)
-        b.position_at_end(go)
-    host.poll()
-    c.add_incoming(e, b.block)
-    b.branch(head)
+
+    def run(c, e, end):
+        b.call(bfn, [host.ctx] + cap_vals + [c, e])
+        if can_fail:
+            # a failed strip ends the loop (the host unwinds after it)
+            go = host.new_block("parfor.strip.ok")
+            failed = b.icmp_signed("!=", b.load(host.ctx_field(CTX_CODE), typ=_I32), _I32(0))
+            b.cbranch(failed, end, go)
+            b.position_at_end(go)
+    strips(host, _I64(0), count, SEQ_CHUNK, run)
+    b.branch(done)

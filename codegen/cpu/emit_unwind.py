@@ -404,6 +404,30 @@ class Unwinder:
         b.ret(b.load(em.ctx_field(CTX_CODE), typ=_I32))
 
 
+def strips(em, lo: ir.Value, hi: ir.Value, stride: int, run):
+    """for (c = lo; c < hi; c = e) { e = min(c + stride, hi); run(c, e, end);
+    poll }: `run` emits one strip (it may branch to `end`, the block after
+    the loop, where the builder is left). The strip's own loop keeps its
+    single exit, so LLVM vectorizes and unswitches it as before."""
+    b = em.b
+    pre = b.block
+    head, strip, end = (em.new_block("strip.cond"), em.new_block("strip.body"),
+                        em.new_block("strip.end"))
+    b.branch(head)
+    b.position_at_end(head)
+    c = b.phi(_I64)
+    c.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", c, hi), strip, end)
+    b.position_at_end(strip)
+    e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(stride)), b.add(c, _I64(stride)), hi)
+    run(c, e, end)
+    if not b.block.is_terminated:
+        em.poll()
+        c.add_incoming(e, b.block)
+        b.branch(head)
+    b.position_at_end(end)
+
+
 def poll(em, interrupt_msg: int):
     """if (flag && ctx->sigint) fail with KeyboardInterrupt (see the module
     docstring); the flag's branch is marked unlikely."""
