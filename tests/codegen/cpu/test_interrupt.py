@@ -108,6 +108,13 @@ def interrupted(call, delay=0.3):
 def report(**kw):
     print(json.dumps(kw), flush=True)
 
+def calibrated(seconds):
+    # an n for which w.spin(n) takes about `seconds` here
+    n = 1_000_000
+    t0 = time.perf_counter()
+    w.spin(n)
+    return max(n, int(n * seconds / max(time.perf_counter() - t0, 1e-6)))
+
 w, w1 = load(), load(num_threads=1)
 xs = np.linspace(0.0, 1.0, 1 << 20)
 small = np.array([0.5, 2.0, -1.0])
@@ -123,7 +130,7 @@ if scenario == "main":
         report(name=name, after=interrupted(call), checks=checks(w) == before == checks(w1))
     report(name="handler", same=signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 elif scenario == "thread":
-    n = 30_000_000
+    n = calibrated(1.5)
     want = int(w.spin(n))
     got = []
 
@@ -140,14 +147,14 @@ elif scenario == "thread":
     report(name="thread", after=after, got=got[1] == want,
            overlap=got[0] < signalled < got[2])
 elif scenario == "own handler":
-    n = 30_000_000
+    n = calibrated(1.0)
     want = int(w.spin(n))
     seen = []
     signal.signal(signal.SIGINT, lambda sig, frame: seen.append(sig))
-    after = interrupted(lambda: seen.append(int(w.spin(n))), delay=0.05)
+    after = interrupted(lambda: seen.append(int(w.spin(n))), delay=0.2)
     report(name="own handler", after=after, seen=seen == [signal.SIGINT, want])
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    after = interrupted(lambda: seen.append(int(w.spin(n))), delay=0.05)
+    after = interrupted(lambda: seen.append(int(w.spin(n))), delay=0.2)
     report(name="ignored", after=after, seen=seen[2:] == [want],
            handler=signal.getsignal(signal.SIGINT) == signal.SIG_IGN)
 """
