@@ -40,17 +40,23 @@ rejects it).
 ERROR_CODES), message number `msg` (an index into Module.messages, a
 str.format template with `{}` for each of up to four i64 `args`). Inside a
 ParFor the first failure wins, the failing chunk stops, and the entry
-returns the error after the loop.
+returns the error after the loop. A failing entry frees the blocks it
+allocated and still holds: those neither freed nor stored into memory (an
+entry's results, stored into its out-params, are the caller's). Backends
+keep that account per function (emit_unwind.py), so a ParFor body frees
+only blocks that it allocated itself (kir_interp checks it). A backend may
+also stop an entry with KeyboardInterrupt's code at a Ctrl-C (the cpu
+backend's polls; the lowering never emits that Fail).
 
 The entry ABI that every backend implements for a `Function`:
     int32_t NAME(pyshark_ctx *ctx, P0, P1, ...)
 with the params in order (scalars by value, bool as uint8_t; pointers as
 pointers) and
     typedef struct { int32_t code; int32_t msg; int64_t args[4];
-                     int32_t nthreads; int32_t pad; } pyshark_ctx;
+                     int32_t nthreads; int32_t sigint; } pyshark_ctx;
 The return value equals ctx->code after the call (0: success).
 `nthreads` is the number of threads a ParFor may use (0: the runtime's
-default). `Alloc` returns memory that the caller may later release with C
+default); `sigint` != 0 lets a Ctrl-C stop the call (codegen/cpu). `Alloc` returns memory that the caller may later release with C
 `free()` (results are handed to numpy that way).
 """
 from __future__ import annotations

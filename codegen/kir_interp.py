@@ -7,15 +7,18 @@ silently wrong. A compiler bug raises a Python exception:
 
 - KirMemoryError: a Load/Store/CopyMem out of its buffer, use after Free,
   double free, free of memory the entry did not allocate or of an interior
-  pointer, a null or uninitialised pointer used, overlapping CopyMem, a bool
-  byte that is neither 0 nor 1 (uninitialised memory);
+  pointer, a ParFor body freeing a block it did not allocate (kir.py: a
+  failing entry frees what each function still holds), a null or
+  uninitialised pointer used, overlapping CopyMem, a bool byte that is
+  neither 0 nor 1 (uninitialised memory);
 - KirPreconditionError: integer div/rem by zero or MIN / -1, a shift amount
   outside [0, bits), POISON (an out-of-range float -> int Cast) used
   anywhere but in a Sel's arm, a variable or another Bin/Un/Cast;
 - KirInterpError (their base): a variable read before it is set, a ParFor
   body or a For body setting a variable it must not, a nested ParFor.
 
-A Fail is a result, not an exception. Usage:
+A Fail is a result, not an exception; as kir.py says, the failing entry
+frees what it still holds, so `leaks()` of a failed call is []. Usage:
 
     xs = Buffer(np.arange(10.0))             # a pointer to element 0 of xs
     out = Buffer.pointers(1)                 # a **f64 out-param, holding null
@@ -330,6 +333,7 @@ class _Interp:
         self.rng = np.random.default_rng(seed)
         self.allocs: dict = {}      # id(array) -> array, everything Alloc'ed
         self.freed: set = set()     # ids of freed arrays
+        self.par_allocs: set = set()    # ids allocated in the running ParFor
         self.in_par = False
 
     # -- memory -------------------------------------------------------------
@@ -447,6 +451,8 @@ class _Interp:
             arr = np.full(n * elem.dtype.itemsize, 0 if s.zeroed else GARBAGE_BYTE,
                           np.uint8).view(elem.dtype)
         self.allocs[id(arr)] = arr
+        if self.in_par:
+            self.par_allocs.add(id(arr))
         self.assign(s.var, Buffer(arr), env, frozen)
 
     def s_free(self, s, env, frozen):
@@ -461,6 +467,8 @@ class _Interp:
             raise KirMemoryError(f"double free of {p!r}")
         if p.offset != 0:
             raise KirMemoryError(f"free of an interior pointer {p!r}")
+        if self.in_par and id(p.array) not in self.par_allocs:
+            raise KirMemoryError(f"a ParFor body frees {p!r}, which it did not allocate")
         self.freed.add(id(p.array))
 
     def s_copy(self, s, env, frozen):
@@ -518,6 +526,7 @@ class _Interp:
         captured = dict(env)
         failure = None
         self.in_par = True
+        self.par_allocs = set()
         try:
             for chunk in self.shuffled(chunks):
                 for i in self.shuffled(chunk):
@@ -583,7 +592,11 @@ def run_function(module: K.Module, name: str, args: list, *, nthreads: int = 2,
             code, msg, fargs = e.code, e.msg, e.args_
             template = module.messages[msg] if msg >= 0 else OUT_OF_MEMORY
             message = template.format(*fargs)
-    return KirResult(code, msg, fargs, message, it.allocs, it.freed, values)
+    result = KirResult(code, msg, fargs, message, it.allocs, it.freed, values)
+    if code:
+        # the failing entry frees what it still holds (kir.py)
+        it.freed.update(id(b.array) for b in result.leaks())
+    return result
 
 
 __all__ = ["Buffer", "KirResult", "KirInterpError", "KirMemoryError",

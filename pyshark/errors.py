@@ -16,7 +16,10 @@ class ShapeError(ValueError):
 #: The run-time errors compiled code raises, written once: the name an
 #: ir.Assert / kir.Fail carries -> (its code in the native ABI's ctx, the class
 #: every backend raises). Codes are 1..N with no gap (codegen/cpu/c_api.py).
+#: MemoryError comes only from a failed allocation and KeyboardInterrupt only
+#: from a Ctrl-C during a call (NOT_ASSERTED): neither is a program's error.
 RUNTIME_ERRORS: dict = {}
+NOT_ASSERTED = frozenset({"MemoryError", "KeyboardInterrupt"})
 
 
 class CompileError(Exception):
@@ -85,5 +88,5 @@ RUNTIME_ERRORS.update({
     "IndexError": (1, IndexError), "ZeroDivisionError": (2, ZeroDivisionError),
     "AssertionError": (3, AssertionError), "ShapeError": (4, ShapeError),
     "ValueError": (5, ValueError), "MemoryError": (6, MemoryError),
-    "OverflowError": (7, OverflowError),
+    "OverflowError": (7, OverflowError), "KeyboardInterrupt": (8, KeyboardInterrupt),
 })

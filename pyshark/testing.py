@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import RUNTIME_ERRORS, CompileError, ShapeError
+from .errors import NOT_ASSERTED, RUNTIME_ERRORS, CompileError, ShapeError
 
 __all__ = ["assert_close", "Case", "Outcome", "CaseResult", "RAISES", "load_cases",
            "embedded_cases", "find_modules", "compiled_wrapper", "run_case",
@@ -32,7 +32,7 @@ __all__ = ["assert_close", "Case", "Outcome", "CaseResult", "RAISES", "load_case
 DEFAULT_TOLERANCE = {np.dtype(np.float32): (1e-5, 1e-6), np.dtype(np.float64): (1e-12, 1e-12)}
 
 #: what a case's "raises" may name: every run-time error compiled code raises
-RAISES = {name: cls for name, (_, cls) in RUNTIME_ERRORS.items() if name != "MemoryError"}
+RAISES = {name: cls for name, (_, cls) in RUNTIME_ERRORS.items() if name not in NOT_ASSERTED}
 
 
 # ---------------------------------------------------------------------------

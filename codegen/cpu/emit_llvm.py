@@ -5,8 +5,10 @@
     i32 NAME(ptr %ctx, P0, P1, ...)      ; bool params as i8, pointers as ptr
 
 whose return value equals ctx->code (0: success). The ctx struct is
-`{ i32 code, i32 msg, [4 x i64] args, i32 nthreads, i32 pad }` (48 bytes;
-offsets 0, 4, 8, 40, 44). The entry stores 0 into ctx->code when it starts.
+`{ i32 code, i32 msg, [4 x i64] args, i32 nthreads, i32 sigint }` (48 bytes;
+offsets 0, 4, 8, 40, 44). The entry stores 0 into ctx->code when it starts;
+`sigint` != 0 asks it to stop with KeyboardInterrupt's code at Ctrl-C
+(emit_unwind.py).
 
 Spellings (one per kernel IR node; nothing here chooses an algorithm):
 - Variables are allocas in their function's entry block (mem2reg makes SSA of
@@ -44,9 +46,12 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   load), so an atomic max (kir.atomic_max) on a slot that already holds a
   larger value is one shared read, not a contended write.
 - Fail in host code: store code, msg and args (unused args = 0) into ctx,
-  return the code. Inside a ParFor: cmpxchg ctx->code from 0 to the code;
-  only the winner stores msg/args; the chunk returns; after the loop the
-  host returns ctx->code when it is not 0.
+  then unwind: free the function's live allocations, disarm SIGINT, return
+  the code (emit_unwind.py). Inside a ParFor: cmpxchg ctx->code from 0 to
+  the code; only the winner stores msg/args; the chunk unwinds (frees its
+  own live blocks) and returns; after the loop the host unwinds when
+  ctx->code is not 0. Host loops, claimed blocks and looping ParFor bodies
+  poll the SIGINT flag (emit_unwind.py).
 - ParFor(i, n, body): the body becomes an internal function
   `NAME.parforK(ctx, captures..., lo, hi)` running `for i in lo..hi-1`, with
   `noalias` on its pointer captures (free_vars_of_block(body) minus i, sorted
@@ -77,11 +82,12 @@ from llvmlite import ir
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
+from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
 
 # The ctx struct (see kir.py): field numbers and the LLVM type.
-CTX_CODE, CTX_MSG, CTX_ARGS, CTX_NTHREADS, CTX_PAD = range(5)
+CTX_CODE, CTX_MSG, CTX_ARGS, CTX_NTHREADS, CTX_SIGINT = range(5)
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
@@ -272,6 +278,7 @@ class _FnEmitter:
         # in a streaming loop (emit_parfor.py): pointer name -> (its block
         # buffer, the block's first index): nontemporal stores go there first
         self.streaming: Optional[dict] = None
+        self.unwind = None          # emit_unwind.Unwinder: set by whoever makes the function
         entry = fn.append_basic_block("entry")
         self.alloca_builder = ir.IRBuilder(entry)
         body = fn.append_basic_block("body")
@@ -438,12 +445,16 @@ class _FnEmitter:
             v = self.expr(s.value)
             if t is BOOL:
                 v = b.zext(v, _I8)
+            elif isinstance(t, K.Ptr):
+                self.unwind.untrack(v)      # an entry's result: the caller owns it
             b.store(v, p)
         elif isinstance(s, K.Alloc):
             self.alloc(s)
         elif isinstance(s, K.Free):
             fr = self.decls.get("free", _VOID, [_PTR])
-            b.call(fr, [self.expr(s.ptr)])
+            p = self.expr(s.ptr)
+            self.unwind.untrack(p)
+            b.call(fr, [p])
         elif isinstance(s, K.CopyMem):
             size = elem_size(K.type_of(s.dst).elem)
             n = self.expr(s.count)
@@ -465,7 +476,8 @@ class _FnEmitter:
             self.goto(merge)
             b.position_at_end(merge)
         elif isinstance(s, K.For):
-            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body)
+            poll = 0 if self.in_par else host_poll_stride(s.body)
+            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll)
         elif isinstance(s, K.While):
             head, body, done = (self.new_block("while.cond"), self.new_block("while.body"),
                                 self.new_block("while.end"))
@@ -474,6 +486,8 @@ class _FnEmitter:
             b.cbranch(self.expr(s.cond), body, done)
             b.position_at_end(body)
             self.block(s.body)
+            if not self.in_par and not b.block.is_terminated:
+                self.poll()
             self.goto(head)
             b.position_at_end(done)
         elif isinstance(s, K.Fail):
@@ -516,8 +530,19 @@ class _FnEmitter:
         b.cbranch(b.extract_value(res, 1), done, head)
         b.position_at_end(done)
 
-    def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block):
+    def poll(self):
+        """Stop with KeyboardInterrupt if SIGINT came (emit_unwind.poll)."""
+        poll(self, self.mod.interrupt_message())
+
+    def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block,
+                 poll: int = 0):
+        """for var in lo..hi-1: body; `poll` 1 polls for SIGINT at every back
+        edge, k > 1 every k iterations (an outer loop over strips of k, so
+        the inner loop keeps its one exit and is optimised as before)."""
         b = self.b
+        if poll > 1:
+            strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body))
+            return
         slot = self.var_slot(var)
         pre = b.block
         head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
@@ -530,6 +555,8 @@ class _FnEmitter:
         b.position_at_end(body_bb)
         b.store(i, slot)
         self.block(body)
+        if poll == 1 and not b.block.is_terminated:
+            self.poll()
         if not b.block.is_terminated:
             nxt = b.add(i, _I64(1), flags=["nsw"])
             i.add_incoming(nxt, b.block)
@@ -547,14 +574,11 @@ class _FnEmitter:
             self._store_fail_fields(msg, args)
             b.branch(out_bb)
             b.position_at_end(out_bb)
-            if self.streaming is not None:
-                from .emit_parfor import streaming_fence
-                streaming_fence(self)
-            b.ret_void()
+            b.branch(self.unwind.target())
         else:
             b.store(_I32(code), self.ctx_field(CTX_CODE))
             self._store_fail_fields(msg, args)
-            b.ret(_I32(code))
+            b.branch(self.unwind.target())
         # anything after a Fail in the same block is dead code
         b.position_at_end(self.new_block("after.fail"))
 
@@ -610,6 +634,7 @@ class _FnEmitter:
         self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
         self.goto(ok_bb)
         b.position_at_end(ok_bb)
+        self.unwind.track(b.load(slot))
         if s.zeroed:
             memset = self.decls.get("llvm.memset.p0.i64", _VOID, [_PTR, _I8, _I64, _I1])
             b.call(memset, [b.load(slot), _I8(0), b.mul(n, _I64(size)), _I1(0)])
@@ -636,6 +661,16 @@ class _ModEmitter:
             triple = llvm.get_process_triple()
         self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
         self._nontemporal_md = None
+        # SIGINT arming spells Linux's struct sigaction (emit_unwind.py)
+        self.runtime = Runtime(self.module, self.decls, sigaction_ok=(
+            "linux" in triple and triple.split("-")[0] in ("x86_64", "aarch64")))
+        self._interrupt_msg = None
+
+    def interrupt_message(self) -> int:
+        """The message number of KeyboardInterrupt (added on first use)."""
+        if self._interrupt_msg is None:
+            self._interrupt_msg = self.kmod.message(INTERRUPT_MESSAGE)
+        return self._interrupt_msg
 
     def nontemporal_md(self):
         """The `!{i32 1}` node of a `!nontemporal` store."""
@@ -658,6 +693,7 @@ class _ModEmitter:
         fn.args[0].name = "ctx"
         fn.attributes.add("nounwind")
         em = _FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
+        em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, fn.args[1:]):
             a.name = p.name
             v = a
@@ -665,8 +701,12 @@ class _ModEmitter:
                 v = em.b.icmp_unsigned("!=", a, _I8(0))
             em.b.store(v, em.var_slot(p))
         em.b.store(_I32(0), em.ctx_field(CTX_CODE))
+        em.unwind.arm()
         em.block(f.body)
+        if not em.b.block.is_terminated:
+            em.unwind.disarm()
         em.finish(_I32(0))
+        em.unwind.finish()
 
     def parfor(self, host: _FnEmitter, s: K.ParFor):
         from .emit_parfor import spell_parfor

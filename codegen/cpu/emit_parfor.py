@@ -11,6 +11,7 @@ is emitting:
   the body can fail, ctx->code is set. A static chunk per thread made the
   join wait, under load, for a descheduled thread's whole chunk; now the
   others take its blocks and the join waits for at most the block it holds.
+  It also stops claiming when the SIGINT flag is set (emit_unwind.py).
   `block` (`block_size`, computed by the host) is about n / (8 T), at least
   4096 iterations for a loop-free body (its vectorized loop stays long;
   fewer only when n / T is fewer), and a multiple of 64 iterations (of the
@@ -19,10 +20,12 @@ is emitting:
   an iteration (the mc algorithms index partials by chunk, not thread);
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
   {ctx, n, next = 0, block, captures...} on the stack and calls
-  GOMP_parallel, otherwise it calls the body function on [0, n); then, when
-  the body can fail, returns ctx->code when it is not 0.
+  GOMP_parallel, otherwise it calls the body function on [0, n) (in strips
+  of SEQ_CHUNK iterations with a SIGINT poll between them when the body does
+  not loop; a body that loops polls at every iteration); then it unwinds
+  when ctx->code is not 0, and polls.
 
-Nontemporal stores (`Store.nontemporal`, set by codegen/cpu/streaming.py).
+Nontemporal stores (`Store.nontemporal`, set by codegen/kir_passes/streaming.py).
 x86 streams only aligned vectors (movntps/movntdq; an unaligned
 `!nontemporal` store is spelled as an ordinary one), and the loop vectorizer
 will not widen a `!nontemporal` scalar store at all unless the scalar
@@ -52,8 +55,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir as K
-from .emit_llvm import (CTX_CODE, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64, _PTR, _VOID,
-                        elem_size, mem_type, reg_type)
+from .emit_llvm import (CTX_CODE, CTX_SIGINT, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64,
+                        _PTR, _VOID, elem_size, mem_type, reg_type)
+from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
@@ -219,6 +223,9 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     bfn.attributes.add("noinline")
     bfn.args[0].name = "ctx"
     bem = _FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
+    bem.unwind = Unwinder(bem, s.body, entry=False)
+    bem.unwind.fence = bool(nontemporal_stores(s.body))
+    loops = _has_loop(s.body)
     for v, a in zip(caps, bfn.args[1:-2]):
         a.name = v.name
         if isinstance(v.type, K.Ptr):
@@ -229,8 +236,9 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     if nontemporal_stores(s.body):
         _streaming_loop(bem, s, lo, hi)
     else:
-        bem.for_loop(s.var, lo, hi, s.body)
+        bem.for_loop(s.var, lo, hi, s.body, BODY_POLL_STRIDE if loops else 0)
     bem.finish(None)
+    bem.unwind.finish()
 
     # the outlined function GOMP_parallel runs on every thread: claim blocks
     # of `blk` iterations from the shared counter `next` until none is left
@@ -252,11 +260,21 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     onext = gep(ob, data, 2)
     oblk = field(ob, data, 3, _I64)
     ocaps = [field(ob, data, 4 + j, ty) for j, ty in enumerate(cap_types)]
-    can_fail = K.block_can_fail(s.body)
+    # a body that loops polls for SIGINT, failing the ParFor when it comes
+    can_fail = K.block_can_fail(s.body) or (loops and mod.runtime.sigaction_ok)
     claim, run, done_bb = (ofn.append_basic_block("claim"), ofn.append_basic_block("run"),
                            ofn.append_basic_block("done"))
     ob.branch(claim)
     ob.position_at_end(claim)
+    if mod.runtime.sigaction_ok:
+        # SIGINT: claim nothing more (the host polls after the loop)
+        taking = ofn.append_basic_block("claim.take")
+        flag = ob.load_atomic(mod.runtime.flag(), "monotonic", 4, typ=_I32)
+        want = ob.load(ob.gep(octx, [_I32(0), _I32(CTX_SIGINT)], inbounds=True,
+                              source_etype=CTX_TYPE), typ=_I32)
+        stop = ob.and_(ob.icmp_unsigned("!=", flag, _I32(0)), ob.icmp_signed("!=", want, _I32(0)))
+        ob.cbranch(stop, done_bb, taking).set_weights([1, 1 << 20])
+        ob.position_at_end(taking)
     olo = ob.atomic_rmw("add", onext, oblk, "monotonic")
     ob.cbranch(ob.icmp_signed("<", olo, ocount), run, done_bb)
     ob.position_at_end(run)
@@ -295,13 +313,33 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])
     b.branch(done)
     b.position_at_end(seq_bb)
-    b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
-    b.branch(done)
+    if loops or not mod.runtime.sigaction_ok:
+        b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
+        b.branch(done)
+    else:
+        _inline_strips(host, bfn, cap_vals, count, done, can_fail)
     b.position_at_end(done)
-    if K.block_can_fail(s.body):
+    if can_fail:
         code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
-        fail_bb, ok_bb = host.new_block("parfor.failed"), host.new_block("parfor.ok")
-        b.cbranch(b.icmp_signed("!=", code, _I32(0)), fail_bb, ok_bb)
-        b.position_at_end(fail_bb)
-        b.ret(code)
+        ok_bb = host.new_block("parfor.ok")
+        b.cbranch(b.icmp_signed("!=", code, _I32(0)), host.unwind.target(), ok_bb)
         b.position_at_end(ok_bb)
+    host.poll()
+
+
+def _inline_strips(host: _FnEmitter, bfn, cap_vals: list, count, done, can_fail: bool):
+    """The inline path of a body without loops: the body function on strips
+    of SEQ_CHUNK iterations, polling for SIGINT between them (one thread
+    through 10^9 elements would otherwise not look up for a second)."""
+    b = host.b
+
+    def run(c, e, end):
+        b.call(bfn, [host.ctx] + cap_vals + [c, e])
+        if can_fail:
+            # a failed strip ends the loop (the host unwinds after it)
+            go = host.new_block("parfor.strip.ok")
+            failed = b.icmp_signed("!=", b.load(host.ctx_field(CTX_CODE), typ=_I32), _I32(0))
+            b.cbranch(failed, end, go)
+            b.position_at_end(go)
+    strips(host, _I64(0), count, SEQ_CHUNK, run)
+    b.branch(done)

@@ -16,10 +16,12 @@ from .. import kir as K
 
 class PysharkCtx(ctypes.Structure):
     """typedef struct { int32_t code; int32_t msg; int64_t args[4];
-                        int32_t nthreads; int32_t pad; } pyshark_ctx;"""
+                        int32_t nthreads; int32_t sigint; } pyshark_ctx;
+    sigint != 0: a Ctrl-C stops the call with KeyboardInterrupt's code
+    (codegen/cpu/emit_unwind.py)."""
     _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
                 ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
-                ("pad", ctypes.c_int32)]
+                ("sigint", ctypes.c_int32)]
 
 
 _CTYPES = {

@@ -58,6 +58,17 @@ the next launch, copy or download (so the chunk loops of the multicore
 algorithms cost one read and one write). Small inputs are copied and sent
 without waiting; an input over UPLOAD_COPY_BYTES is sent from the caller's
 array with a blocking write.
+
+Ctrl-C. The host waits for the device through waits.wait, which the main
+thread's KeyboardInterrupt can leave at once (the host code is Python, so
+Ctrl-C between launches raises there anyway). OpenCL cannot cancel
+commands: the kernels a call had enqueued still run, and the next call's
+commands queue behind them, on the same in-order queue (so the blocks the
+interrupted call returned to the pool are reused only after its kernels).
+So that the device is never far behind, a call waits for its launch
+AHEAD back once 2 * AHEAD of its launches are unfinished. The interrupted
+call's error buffer is cleared behind its kernels without waiting
+(Call.release), and nothing waits for its transfers.
 """
 from __future__ import annotations
 
@@ -70,6 +81,7 @@ import numpy as np
 
 from .devices import NoDevice, choose_device, default_index, platforms  # noqa: F401 (re-exported)
 from .failures import device_errors
+from .waits import wait
 
 _DTYPES = {k: np.dtype(v) for k, v in (
     ("i8", np.int8), ("i16", np.int16), ("i32", np.int32), ("i64", np.int64),
@@ -83,6 +95,7 @@ HEAP_STRIDE = 64 << 10  # first work-item heap of a kernel that allocates (grown
 MIRROR_BYTES = 64 * 1024            # a host Load reads a buffer this small whole
 UPLOAD_COPY_BYTES = 1 << 20         # inputs this small are copied, then sent without waiting
 _MAX_PENDING = 256                  # transfers in flight before a queue.finish()
+AHEAD = 64                          # see "Ctrl-C" above
 
 #: the process-wide lock around every queue, kernel and pool (reentrant)
 LOCK = threading.RLock()
@@ -204,6 +217,7 @@ class Device:
         self.programs: dict = {}
         self.launchers: dict = {}       # (id(kernel), wg, kinds, can_fail) -> _Launcher
         self.pending: list = []         # transfers in flight (pyopencl NannyEvents)
+        self.launched: list = []        # launches perhaps unfinished (throttled: AHEAD)
         self.graveyard: list = []       # buffers of dead DeviceArrays, freed under the lock
         self.zeroed: list = []          # zeroed blocks not in use (Call.alloc_zeroed)
 
@@ -302,7 +316,8 @@ class Device:
         cl = self.cl
         try:
             buf = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, nbytes)
-            cl.enqueue_copy(self.queue, buf, np.zeros(nbytes, np.uint8))
+            self.keep(cl.enqueue_copy(self.queue, buf, np.zeros(nbytes, np.uint8),
+                                      is_blocking=False))
         except (cl.Error, MemoryError):
             return None
         return buf
@@ -333,8 +348,13 @@ class Device:
 
     def sync(self):
         """Waits for the queue; transfers in flight end."""
-        self.queue.finish()
+        wait(self, self.cl.enqueue_marker(self.queue))
+        self.passed()
+
+    def passed(self):
+        """The queue is past every command so far (after a wait for the last)."""
         self.pending.clear()
+        self.launched.clear()
 
     def keep(self, event):
         """Keeps a non-blocking transfer's event (pyopencl waits for it when
@@ -347,8 +367,9 @@ class Device:
         """A host copy of device memory (waits for it)."""
         out = np.empty(shape, dtype)
         if out.size:
-            self.cl.enqueue_copy(self.queue, out, mem.buf, src_offset=off * dtype.itemsize)
-            self.pending.clear()
+            wait(self, self.cl.enqueue_copy(self.queue, out, mem.buf, is_blocking=False,
+                                            src_offset=off * dtype.itemsize))
+            self.passed()
         return out
 
     def read_locked(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype,
@@ -450,9 +471,9 @@ class Call:
         for p, shape, dtype in downloads:
             outs.append(self.download(p, shape, dtype))
         if errbuf is not None:
-            ev.wait()
+            wait(self.dev, ev)
             self.unchecked = False
-            self.dev.pending.clear()
+            self.dev.passed()
             err = self._error(errbuf)
             if err is not None:
                 return err, None
@@ -461,17 +482,19 @@ class Call:
     def _error(self, errbuf):
         if errbuf[0] == 0:
             return None
-        self.cl.enqueue_copy(self.queue, self.dev.err, self.dev._zeros, is_blocking=False)
-        self.dev.queue.finish()
+        self.dev.keep(self.cl.enqueue_copy(self.queue, self.dev.err, self.dev._zeros,
+                                           is_blocking=False))
+        self.dev.sync()
         return (int(errbuf[0]), int(errbuf[1]), tuple(int(a) for a in errbuf[2:10].view(np.int64)))
 
     def check(self):
         """Raises KernelFailure if a kernel failed (waits for the queue)."""
         if self.unchecked:
             errbuf = np.empty(_ERR_INTS, np.int32)
-            self.cl.enqueue_copy(self.queue, errbuf, self.dev.err)
+            wait(self.dev, self.cl.enqueue_copy(self.queue, errbuf, self.dev.err,
+                                                is_blocking=False))
             self.unchecked = False
-            self.dev.pending.clear()
+            self.dev.passed()
             err = self._error(errbuf)
             if err is not None:
                 raise KernelFailure(err)
@@ -545,15 +568,15 @@ class Call:
     def release(self):
         """Ends the call: returns every block it still holds to the pool
         (pending kernels may still use them: the in-order queue runs them
-        before any later use of a reused block). A kernel failure nobody
-        checked (the call was interrupted) is read and cleared here, so that
-        it cannot leak into the next call."""
+        before any later use of a reused block). The error buffer of kernels
+        nobody checked (the call was interrupted) is cleared behind them,
+        without waiting, so that their failure cannot leak into the next
+        call."""
         try:
             if self.unchecked:
                 self.unchecked = False
-                errbuf = np.empty(_ERR_INTS, np.int32)
-                self.cl.enqueue_copy(self.queue, errbuf, self.dev.err)
-                self._error(errbuf)
+                self.dev.keep(self.cl.enqueue_copy(self.queue, self.dev.err, self.dev._zeros,
+                                                   is_blocking=False))
         finally:
             if self.owned:
                 for mem in self.owned.values():
@@ -575,8 +598,8 @@ class Call:
         if p is None:
             raise MemoryError(f"cannot allocate {a.size} elements of {a.dtype} on the device")
         if a.nbytes > UPLOAD_COPY_BYTES:
-            self.cl.enqueue_copy(self.queue, p[0].buf, a)
-            self.dev.pending.clear()
+            wait(self.dev, self.cl.enqueue_copy(self.queue, p[0].buf, a, is_blocking=False))
+            self.dev.passed()
         elif a.size:
             self.dev.keep(self.cl.enqueue_copy(self.queue, p[0].buf, a.copy(),
                                                is_blocking=False))
@@ -604,16 +627,17 @@ class Call:
         dt = mem.dtype
         if mem.count * dt.itemsize <= MIRROR_BYTES:
             out = np.empty(mem.count, dt)
-            cl.enqueue_copy(q, out, mem.buf)
+            wait(self.dev, cl.enqueue_copy(q, out, mem.buf, is_blocking=False))
             self.mirrors[mem] = out
             value = out[k]
         else:
             out = np.empty(1, dt)
-            cl.enqueue_copy(q, out, mem.buf, src_offset=k * dt.itemsize)
+            wait(self.dev, cl.enqueue_copy(q, out, mem.buf, src_offset=k * dt.itemsize,
+                                           is_blocking=False))
             value = out[0]
-        self.dev.pending.clear()
+        self.dev.passed()
         if errbuf is not None:
-            ev.wait()
+            wait(self.dev, ev)
             self.unchecked = False
             err = self._error(errbuf)
             if err is not None:
@@ -711,7 +735,11 @@ class Call:
             else:
                 cl_args.append(a if c is None else c(a))
         wg = lk.wg
-        lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args)
+        launched = self.dev.launched
+        launched.append(lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args))
+        if len(launched) >= 2 * AHEAD:
+            wait(self.dev, launched[AHEAD - 1])
+            del launched[:AHEAD]
         if lk.can_fail:
             self.unchecked = True
         if arena is not None:

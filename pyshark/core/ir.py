@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from .types import ArrayType, ScalarType, SRecord, SType, Type
-from ..errors import RUNTIME_ERRORS
+from ..errors import NOT_ASSERTED, RUNTIME_ERRORS
 
 
 # ---------------------------------------------------------------------------
@@ -219,8 +219,8 @@ class Assert:
 
 
 #: the errors an Assert may raise: every run-time error (pyshark/errors.py)
-#: but MemoryError, which only a failed allocation raises
-ERROR_KINDS = frozenset(RUNTIME_ERRORS) - {"MemoryError"}
+#: but MemoryError and KeyboardInterrupt (a failed allocation, a Ctrl-C)
+ERROR_KINDS = frozenset(RUNTIME_ERRORS) - NOT_ASSERTED
 
 
 # ---------------------------------------------------------------------------

@@ -571,6 +571,29 @@ def test_leak_detection():
     assert r.leaks() == [] and outs2.array[0].array[0] is not UNINIT
 
 
+def test_a_failing_entry_frees_what_it_holds():
+    """kir.py: a Fail frees the blocks the entry allocated and still holds,
+    but not a result it stored into an out-param (the caller owns that)."""
+    a, b, res = v("a", ptr(I32)), v("b", ptr(I32)), v("res", ptr(ptr(I32)))
+    outs = Buffer.pointers(1)
+    r = run([res], [K.Alloc(a, c(4)), K.Alloc(b, c(2)), K.Store(res, c(0), a),
+                    K.Fail("ValueError", 0)], [outs], messages=["no"])
+    assert r.code == K.ERROR_CODES["ValueError"] and r.leaks() == [] and r.dangling() == []
+    assert isinstance(outs.array[0], Buffer)             # the result stays stored, not freed
+
+
+def test_a_parfor_body_frees_only_its_own_blocks():
+    """The failure cleanup keeps one account per function (emit_unwind.py),
+    so a ParFor body must not free a block the host allocated."""
+    a, i, t = v("a", ptr(I32)), v("i", I64), v("t", ptr(I32))
+    own = K.ParFor(i, c(3), K.Block((K.Alloc(t, c(2)), K.Free(t))))
+    r = run([], [K.Alloc(a, c(4)), own, K.Free(a)], [])
+    assert r.code == 0 and r.leaks() == []
+    theirs = K.ParFor(i, c(1), K.Block((K.Free(a),)))
+    with pytest.raises(KirMemoryError, match="did not allocate"):
+        run([], [K.Alloc(a, c(4)), theirs], [])
+
+
 @pytest.mark.parametrize("frm,to", [(F32, U32), (U32, F32), (F64, I64), (I64, F64)], ids=str)
 def test_bit_cast_reads_the_same_bits(frm, to):
     xs = samples(frm)

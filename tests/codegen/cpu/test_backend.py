@@ -368,10 +368,9 @@ def test_c_api_context_and_error_text(tmp_path):
         flags = []
         subprocess.run([cc, str(prog), "-I", str(out), str(out / "module.so"), "-o", str(exe),
                         f"-Wl,-rpath,{out}"], check=True)
-    # leak detection off: an entry that fails after allocating (div's map
-    # result) does not free what it allocated (docs/cpu-backend.md, known
-    # issues); out-of-bounds accesses and use-after-free are still caught
-    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+    # leak detection on: an entry that fails after allocating (div's map
+    # result) frees what it allocated before it returns (emit_unwind.py)
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1")
     got = subprocess.run([str(exe)], capture_output=True, text=True, env=env)
     assert got.returncode == 0, got.stdout + got.stderr
     lines = got.stdout.splitlines()
