@@ -38,8 +38,11 @@ KNOWN_CYCLES: dict[frozenset, str] = {
         "no item of issue 16 yet: runtime.load_library imports link (llvmlite) only to JIT "
         "IR text, so that loading a .so stays light, and link imports runtime's Library "
         "and PysharkCtx; those need a module of their own",
-    frozenset({"pyshark.codegen.cpu.emit_llvm", "pyshark.codegen.cpu.emit_parfor"}):
-        "issue 16 item 4: the emitters as spelling tables",
+    frozenset({"pyshark.codegen.cpu.emit_llvm", "pyshark.codegen.cpu.emit_parfor",
+               "pyshark.codegen.cpu.emit_unwind"}):
+        "issue 16, left after item 4: emit_parfor builds a body emitter (emit_llvm's "
+        "_FnEmitter) and emit_llvm spells a ParFor with emit_parfor; the LLVM types and "
+        "ctx fields need a module of their own, and the ParFor speller a hook",
     # pyshark/ (not in the issue's "done when"; listed so that no new one comes)
     frozenset({
         "pyshark.translate.calls", "pyshark.translate.comprehensions", "pyshark.translate.exprs",
