@@ -190,7 +190,7 @@ def cmd_show(args) -> int:
     if args.ir == "opencl":
         return _show_opencl(out, where)
     if args.ir in ("llvm", "llvm-raw"):
-        from pyshark.codegen.cpu.emit_llvm import emit_module
+        from pyshark.codegen.cpu.emit import emit_module
         text = emit_module(out, fastmath=args.fastmath)
         if args.ir == "llvm":
             from pyshark.codegen.cpu.link import optimised_ir

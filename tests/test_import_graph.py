@@ -38,11 +38,6 @@ KNOWN_CYCLES: dict[frozenset, str] = {
         "no item of issue 16 yet: runtime.load_library imports link (llvmlite) only to JIT "
         "IR text, so that loading a .so stays light, and link imports runtime's Library "
         "and PysharkCtx; those need a module of their own",
-    frozenset({"pyshark.codegen.cpu.emit_llvm", "pyshark.codegen.cpu.emit_parfor",
-               "pyshark.codegen.cpu.emit_unwind"}):
-        "issue 16, left after item 4: emit_parfor builds a body emitter (emit_llvm's "
-        "_FnEmitter) and emit_llvm spells a ParFor with emit_parfor; the LLVM types and "
-        "ctx fields need a module of their own, and the ParFor speller a hook",
     # pyshark/ (not in the issue's "done when"; listed so that no new one comes)
     frozenset({
         "pyshark.translate.calls", "pyshark.translate.comprehensions", "pyshark.translate.exprs",
@@ -60,20 +55,6 @@ KNOWN_CYCLES: dict[frozenset, str] = {
 #: Private names still imported across modules, (importer, module, name),
 #: with what removes each.
 KNOWN_PRIVATE: dict[tuple, str] = {
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_FnEmitter"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_alloca"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_I1"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_I32"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_I64"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_PTR"):
-        "issue 16 item 4: the emitters as spelling tables",
-    ("pyshark.codegen.cpu.emit_parfor", "pyshark.codegen.cpu.emit_llvm", "_VOID"):
-        "issue 16 item 4: the emitters as spelling tables",
     ("pyshark.prelude.build", "pyshark.prelude.scalars", "_scalar_class"):
         "pyshark/prelude (outside the issue's codegen/ and wrapper/)",
     ("pyshark.prelude.convert", "pyshark.prelude.scalars", "_scalar_class"):

@@ -1,4 +1,4 @@
-"""The CPU backend: kernel IR -> LLVM IR (emit_llvm) -> shared library (link);
+"""The CPU backend: kernel IR -> LLVM IR (emit.py: emit_llvm, emit_parfor, emit_unwind) -> shared library (link);
 runtime.py loads and calls what link built.
 
 backend.py (core IR -> kernel IR -> library) builds on these. The names below
@@ -8,7 +8,7 @@ llvmlite.
 import importlib
 
 _EXPORTS = {
-    "emit_module": "emit_llvm", "ALLOC_FAIL_MESSAGE": "emit_llvm",
+    "emit_module": "emit", "ALLOC_FAIL_MESSAGE": "emit_llvm",
     "optimise_and_build": "link", "optimised_ir": "link", "find_c_compiler": "link",
     "load_library": "runtime", "Library": "runtime", "PysharkCtx": "runtime",
     "ctype_of": "runtime", "entry_prototype": "runtime",

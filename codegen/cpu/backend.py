@@ -272,7 +272,7 @@ class CpuBackend(Backend):
 
     def compile(self, path: Path, source_text: str, directory: Path):
         from ..stages import build_kernels
-        from .emit_llvm import emit_module
+        from .emit import emit_module
         from .link import optimise_and_build
         program = translate_and_check(path, text=source_text)
         kernels = build_kernels(program, self.options)      # stages.pipeline_for(MULTICORE)

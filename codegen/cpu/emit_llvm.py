@@ -82,22 +82,13 @@ from llvmlite import ir
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
+from .llvm_types import (CTX_ARGS, CTX_CODE, CTX_MSG, CTX_NTHREADS, CTX_SIGINT, CTX_TYPE,
+                         elem_size, mem_type, param_type, reg_type)
+from .llvm_types import (F32 as _F32, F64 as _F64, I1 as _I1, I8 as _I8, I32 as _I32,
+                         I64 as _I64, PTR as _PTR, VOID as _VOID, alloca as _alloca)
 from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
-
-# The ctx struct (see kir.py): field numbers and the LLVM type.
-CTX_CODE, CTX_MSG, CTX_ARGS, CTX_NTHREADS, CTX_SIGINT = range(5)
-
-_I1 = ir.IntType(1)
-_I8 = ir.IntType(8)
-_I32 = ir.IntType(32)
-_I64 = ir.IntType(64)
-_F32 = ir.FloatType()
-_F64 = ir.DoubleType()
-_PTR = ir.PointerType()
-_VOID = ir.VoidType()
-CTX_TYPE = ir.LiteralStructType([_I32, _I32, ir.ArrayType(_I64, 4), _I32, _I32])
 
 _ALIGN = 64
 _HUGE = 1 << 21             # transparent huge page size on x86-64
@@ -168,33 +159,6 @@ CAST_SPELLINGS = {
 # Types
 
 
-def reg_type(t: K.KType) -> ir.Type:
-    """The LLVM type of a value of kernel type t in a register."""
-    if isinstance(t, K.Ptr):
-        return _PTR
-    if t is BOOL:
-        return _I1
-    if t.is_float:
-        return _F32 if t.bits == 32 else _F64
-    return ir.IntType(t.bits)
-
-
-def mem_type(t: K.KType) -> ir.Type:
-    """The LLVM type of an element of kernel type t in memory (bool: i8)."""
-    return _I8 if t is BOOL else reg_type(t)
-
-
-def param_type(t: K.KType) -> ir.Type:
-    """The LLVM type of an entry parameter (the C ABI: bool as uint8_t)."""
-    return mem_type(t)
-
-
-def elem_size(t: K.KType) -> int:
-    if isinstance(t, K.Ptr):
-        return 8
-    return 1 if t is BOOL else t.bits // 8
-
-
 def _const(t: ScalarType, value) -> ir.Constant:
     lt = reg_type(t)
     if t is BOOL:
@@ -205,14 +169,6 @@ def _const(t: ScalarType, value) -> ir.Constant:
     if v >= 1 << (t.bits - 1):
         v -= 1 << t.bits
     return ir.Constant(lt, v)
-
-
-def _alloca(builder: ir.IRBuilder, t: ir.Type, name: str = "") -> ir.Value:
-    """An alloca typed as an opaque `ptr` (llvmlite types it `T*` by default,
-    which then clashes with opaque-pointer loads and stores)."""
-    a = builder.alloca(t, name=name)
-    a.type = _PTR
-    return a
 
 
 def _spelling(table: dict, op: str, t: ScalarType):
@@ -263,10 +219,10 @@ class _Decls:
 # Function emitter
 
 
-class _FnEmitter:
+class FnEmitter:
     """Emits one LLVM function: an entry (host code) or a ParFor body."""
 
-    def __init__(self, mod: "_ModEmitter", fn: ir.Function, ctx: ir.Value,
+    def __init__(self, mod: "ModEmitter", fn: ir.Function, ctx: ir.Value,
                  in_par: bool, prefix: str):
         self.mod = mod
         self.fn = fn
@@ -644,9 +600,14 @@ class _FnEmitter:
 # Module emitter
 
 
-class _ModEmitter:
-    def __init__(self, m: K.Module, fastmath: bool, triple, data_layout):
+class ModEmitter:
+    """Spells a kernel IR module; `spell_parfor(mod, host, parfor)` spells a
+    ParFor (emit_parfor.py, handed in by emit.py so that this module does
+    not import it)."""
+
+    def __init__(self, m: K.Module, fastmath: bool, triple, data_layout, spell_parfor):
         self.kmod = m
+        self.spell_parfor = spell_parfor
         self.fastmath = fastmath
         self.module = ir.Module(name="pyshark")
         if triple:
@@ -692,7 +653,7 @@ class _ModEmitter:
         fn = ir.Function(self.module, fty, name=f.name)
         fn.args[0].name = "ctx"
         fn.attributes.add("nounwind")
-        em = _FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
+        em = FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
         em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, fn.args[1:]):
             a.name = p.name
@@ -708,18 +669,9 @@ class _ModEmitter:
         em.finish(_I32(0))
         em.unwind.finish()
 
-    def parfor(self, host: _FnEmitter, s: K.ParFor):
-        from .emit_parfor import spell_parfor
-        spell_parfor(self, host, s)
+    def parfor(self, host: FnEmitter, s: K.ParFor):
+        self.spell_parfor(self, host, s)
 
 
-def emit_module(m: K.Module, *, fastmath: bool = False, triple: Optional[str] = None,
-                data_layout: Optional[str] = None) -> str:
-    """LLVM IR text for every function of `m` (see the module docstring).
-
-    May append ALLOC_FAIL_MESSAGE to m.messages (when some Alloc exists)."""
-    return _ModEmitter(m, fastmath, triple, data_layout).emit()
-
-
-__all__ = ["emit_module", "ALLOC_FAIL_MESSAGE", "CTX_TYPE", "reg_type", "mem_type",
+__all__ = ["ModEmitter", "FnEmitter", "ALLOC_FAIL_MESSAGE", "CTX_TYPE", "reg_type", "mem_type",
            "param_type", "elem_size", "BIN_SPELLINGS", "UN_SPELLINGS", "CAST_SPELLINGS"]

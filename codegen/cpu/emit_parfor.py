@@ -55,8 +55,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir as K
-from .emit_llvm import (CTX_CODE, CTX_SIGINT, CTX_TYPE, _FnEmitter, _alloca, _I1, _I32, _I64,
-                        _PTR, _VOID, elem_size, mem_type, reg_type)
+from .emit_llvm import FnEmitter
+from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
+                         elem_size, mem_type, reg_type, streaming_fence)
 from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
@@ -72,7 +73,7 @@ def nontemporal_stores(body: K.Block) -> list:
     return [s for s in body.stms if isinstance(s, K.Store) and s.nontemporal]
 
 
-def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
+def _streaming_loop(bem: FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
     """The body function's loop over [lo, hi) when the body has nontemporal
     stores (see the module docstring)."""
     b = bem.b
@@ -84,18 +85,18 @@ def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
     for n in sorted(elem):
         a = bem.alloca_builder.alloca(ir.ArrayType(elem[n], block), name=n + ".line")
         a.align = _LINE
-        a.type = _PTR
+        a.type = PTR
         tmps[n] = a
-    aligned = ir.Constant(_I1, 1)
+    aligned = ir.Constant(I1, 1)
     for n in tmps:
-        low = b.and_(b.ptrtoint(bem.values[n], _I64), _I64(_LINE - 1))
-        aligned = b.and_(aligned, b.icmp_unsigned("==", low, _I64(0)))
+        low = b.and_(b.ptrtoint(bem.values[n], I64), I64(_LINE - 1))
+        aligned = b.and_(aligned, b.icmp_unsigned("==", low, I64(0)))
 
     def blocks(start):
         # [start, end): up to the next multiple of `block`, at most hi
-        end = b.and_(b.add(start, _I64(block)), _I64(-block))
+        end = b.and_(b.add(start, I64(block)), I64(-block))
         end = b.select(b.icmp_signed("<", end, hi), end, hi)
-        base = b.and_(start, _I64(-block))
+        base = b.and_(start, I64(-block))
         bem.streaming = {n: (tmps[n], base) for n in tmps}
         bem.for_loop(s.var, start, end, s.body)
         bem.streaming = None
@@ -107,14 +108,14 @@ def _streaming_loop(bem: _FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
     streaming_fence(bem)
 
 
-def _flush(bem: _FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
+def _flush(bem: FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
     """p[base + k] = tmp[k] for k in [s, e): the whole lines (`line`
     elements) by aligned nontemporal vector stores when `aligned`, the rest
     by ordinary stores."""
     b = bem.b
-    up = b.and_(b.add(s, _I64(line - 1)), _I64(-line))
+    up = b.and_(b.add(s, I64(line - 1)), I64(-line))
     ls = b.select(aligned, b.select(b.icmp_signed("<", up, e), up, e), e)
-    le = b.select(aligned, b.and_(e, _I64(-line)), e)
+    le = b.select(aligned, b.and_(e, I64(-line)), e)
     le = b.select(b.icmp_signed("<", le, ls), ls, le)
     dst = b.gep(p, [base], inbounds=True, source_etype=ty)
     vty = ir.VectorType(ty, line)
@@ -122,13 +123,13 @@ def _flush(bem: _FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
     def one(k):
         v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=ty)
         b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty))
-        return b.add(k, _I64(1))
+        return b.add(k, I64(1))
 
     def whole_line(k):
         v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=vty, align=_LINE)
         st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=_LINE)
         st.set_metadata("nontemporal", bem.mod.nontemporal_md())
-        return b.add(k, _I64(line))
+        return b.add(k, I64(line))
     _loop(b, bem.fn, s, ls, one)
     _loop(b, bem.fn, ls, le, whole_line)
     _loop(b, bem.fn, le, e, one)
@@ -141,7 +142,7 @@ def _loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn)
                         fn.append_basic_block("nt.end"))
     b.branch(head)
     b.position_at_end(head)
-    k = b.phi(_I64)
+    k = b.phi(I64)
     k.add_incoming(lo, pre)
     b.cbranch(b.icmp_signed("<", k, hi), body, done)
     b.position_at_end(body)
@@ -149,14 +150,6 @@ def _loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn)
     k.add_incoming(nxt, b.block)
     b.branch(head)
     b.position_at_end(done)
-
-
-def streaming_fence(em: _FnEmitter):
-    """Orders the streaming stores before what follows (see the docstring)."""
-    if em.mod.x86:
-        em.b.call(em.decls.get("llvm.x86.sse.sfence", _VOID, []), [])
-    else:
-        em.b.fence("seq_cst")
 
 
 def _has_loop(body: K.Block) -> bool:
@@ -183,26 +176,26 @@ def block_size(b: ir.IRBuilder, n: ir.Value, nt: ir.Value, align: int, loops: bo
     vectorized loop stays long), rounded up to a multiple of `align` when at
     least `align`."""
     def ceil_div(a, d):
-        return b.sdiv(b.add(a, b.sub(d, _I64(1))), d)
+        return b.sdiv(b.add(a, b.sub(d, I64(1))), d)
 
     def max_(x, y):
         return b.select(b.icmp_signed(">", x, y), x, y)
-    blk = ceil_div(n, b.mul(nt, _I64(_BLOCKS_PER_THREAD)))
+    blk = ceil_div(n, b.mul(nt, I64(_BLOCKS_PER_THREAD)))
     if not loops:
         per_thread = ceil_div(n, nt)
-        floor = b.select(b.icmp_signed("<", per_thread, _I64(_MIN_BLOCK)), per_thread,
-                         _I64(_MIN_BLOCK))
+        floor = b.select(b.icmp_signed("<", per_thread, I64(_MIN_BLOCK)), per_thread,
+                         I64(_MIN_BLOCK))
         blk = max_(blk, floor)
-    up = b.and_(b.add(blk, _I64(align - 1)), _I64(-align))
-    return b.select(b.icmp_signed(">=", blk, _I64(align)), up, blk)
+    up = b.and_(b.add(blk, I64(align - 1)), I64(-align))
+    return b.select(b.icmp_signed(">=", blk, I64(align)), up, blk)
 
 
 def octx_code(b: ir.IRBuilder, ctx: ir.Value) -> ir.Value:
     """&ctx->code (read by the claiming loop while other threads may set it)."""
-    return b.gep(ctx, [_I32(0), _I32(CTX_CODE)], inbounds=True, source_etype=CTX_TYPE)
+    return b.gep(ctx, [I32(0), I32(CTX_CODE)], inbounds=True, source_etype=CTX_TYPE)
 
 
-def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
+def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     """Emit ParFor `s` met in `host` (see the module docstring)."""
     b = host.b
     k = mod.parfor_count.get(host.prefix, 0)
@@ -214,7 +207,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     cap_types = [reg_type(v.type) for v in caps]
 
     # the body function: void stem(ctx, captures..., lo, hi)
-    bty = ir.FunctionType(_VOID, [_PTR] + cap_types + [_I64, _I64])
+    bty = ir.FunctionType(VOID, [PTR] + cap_types + [I64, I64])
     bfn = ir.Function(mod.module, bty, name=stem)
     bfn.linkage = "internal"
     bfn.attributes.add("nounwind")
@@ -222,7 +215,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     # own noalias parameters let it vectorize without run-time checks)
     bfn.attributes.add("noinline")
     bfn.args[0].name = "ctx"
-    bem = _FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
+    bem = FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
     bem.unwind = Unwinder(bem, s.body, entry=False)
     bem.unwind.fence = bool(nontemporal_stores(s.body))
     loops = _has_loop(s.body)
@@ -242,8 +235,8 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
 
     # the outlined function GOMP_parallel runs on every thread: claim blocks
     # of `blk` iterations from the shared counter `next` until none is left
-    data_ty = ir.LiteralStructType([_PTR, _I64, _I64, _I64] + cap_types)
-    ofn = ir.Function(mod.module, ir.FunctionType(_VOID, [_PTR]), name=stem + ".omp")
+    data_ty = ir.LiteralStructType([PTR, I64, I64, I64] + cap_types)
+    ofn = ir.Function(mod.module, ir.FunctionType(VOID, [PTR]), name=stem + ".omp")
     ofn.linkage = "internal"
     ofn.attributes.add("nounwind")
     ob = ir.IRBuilder(ofn.append_basic_block("entry"))
@@ -251,14 +244,14 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     data.name = "data"
 
     def gep(bb, ptr, i):
-        return bb.gep(ptr, [_I32(0), _I32(i)], inbounds=True, source_etype=data_ty)
+        return bb.gep(ptr, [I32(0), I32(i)], inbounds=True, source_etype=data_ty)
 
     def field(bb, ptr, i, ty):
         return bb.load(gep(bb, ptr, i), typ=ty)
-    octx = field(ob, data, 0, _PTR)
-    ocount = field(ob, data, 1, _I64)
+    octx = field(ob, data, 0, PTR)
+    ocount = field(ob, data, 1, I64)
     onext = gep(ob, data, 2)
-    oblk = field(ob, data, 3, _I64)
+    oblk = field(ob, data, 3, I64)
     ocaps = [field(ob, data, 4 + j, ty) for j, ty in enumerate(cap_types)]
     # a body that loops polls for SIGINT, failing the ParFor when it comes
     can_fail = K.block_can_fail(s.body) or (loops and mod.runtime.sigaction_ok)
@@ -269,10 +262,10 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     if mod.runtime.sigaction_ok:
         # SIGINT: claim nothing more (the host polls after the loop)
         taking = ofn.append_basic_block("claim.take")
-        flag = ob.load_atomic(mod.runtime.flag(), "monotonic", 4, typ=_I32)
-        want = ob.load(ob.gep(octx, [_I32(0), _I32(CTX_SIGINT)], inbounds=True,
-                              source_etype=CTX_TYPE), typ=_I32)
-        stop = ob.and_(ob.icmp_unsigned("!=", flag, _I32(0)), ob.icmp_signed("!=", want, _I32(0)))
+        flag = ob.load_atomic(mod.runtime.flag(), "monotonic", 4, typ=I32)
+        want = ob.load(ob.gep(octx, [I32(0), I32(CTX_SIGINT)], inbounds=True,
+                              source_etype=CTX_TYPE), typ=I32)
+        stop = ob.and_(ob.icmp_unsigned("!=", flag, I32(0)), ob.icmp_signed("!=", want, I32(0)))
         ob.cbranch(stop, done_bb, taking).set_weights([1, 1 << 20])
         ob.position_at_end(taking)
     olo = ob.atomic_rmw("add", onext, oblk, "monotonic")
@@ -283,8 +276,8 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     ob.call(bfn, [octx] + ocaps + [olo, ohi])
     if can_fail:
         # a failed ParFor stops claiming (the first failure wins anyway)
-        code = ob.load_atomic(octx_code(ob, octx), "monotonic", 4, typ=_I32)
-        ob.cbranch(ob.icmp_signed("==", code, _I32(0)), claim, done_bb)
+        code = ob.load_atomic(octx_code(ob, octx), "monotonic", 4, typ=I32)
+        ob.cbranch(ob.icmp_signed("==", code, I32(0)), claim, done_bb)
     else:
         ob.branch(claim)
     ob.position_at_end(done_bb)
@@ -293,7 +286,7 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     # the host side
     count = host.expr(s.count)
     cap_vals = [host.expr(v) for v in caps]
-    go = b.icmp_signed(">", count, _I64(1))
+    go = b.icmp_signed(">", count, I64(1))
     if s.parallel_if is not None:
         go = b.and_(go, host.expr(s.parallel_if))
     par_bb, seq_bb, done = (host.new_block("parfor.par"), host.new_block("parfor.seq"),
@@ -303,31 +296,31 @@ def spell_parfor(mod, host: _FnEmitter, s: K.ParFor):
     nt = host.num_threads()
     nt = b.select(b.icmp_signed("<", count, nt), count, nt)
     team_bb = host.new_block("parfor.team")
-    b.cbranch(b.icmp_signed(">", nt, _I64(1)), team_bb, seq_bb)
+    b.cbranch(b.icmp_signed(">", nt, I64(1)), team_bb, seq_bb)
     b.position_at_end(team_bb)
-    slot = _alloca(host.alloca_builder, data_ty, name=stem + ".data")
+    slot = alloca(host.alloca_builder, data_ty, name=stem + ".data")
     blk = block_size(b, count, nt, _alignment(s), _has_loop(s.body))
-    for j, v in enumerate([host.ctx, count, _I64(0), blk] + cap_vals):
-        b.store(v, b.gep(slot, [_I32(0), _I32(j)], inbounds=True, source_etype=data_ty))
-    gomp = mod.decls.get("GOMP_parallel", _VOID, [_PTR, _PTR, _I32, _I32])
-    b.call(gomp, [ofn, slot, b.trunc(nt, _I32), _I32(0)])
+    for j, v in enumerate([host.ctx, count, I64(0), blk] + cap_vals):
+        b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))
+    gomp = mod.decls.get("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
+    b.call(gomp, [ofn, slot, b.trunc(nt, I32), I32(0)])
     b.branch(done)
     b.position_at_end(seq_bb)
     if loops or not mod.runtime.sigaction_ok:
-        b.call(bfn, [host.ctx] + cap_vals + [_I64(0), count])
+        b.call(bfn, [host.ctx] + cap_vals + [I64(0), count])
         b.branch(done)
     else:
         _inline_strips(host, bfn, cap_vals, count, done, can_fail)
     b.position_at_end(done)
     if can_fail:
-        code = b.load(host.ctx_field(CTX_CODE), typ=_I32)
+        code = b.load(host.ctx_field(CTX_CODE), typ=I32)
         ok_bb = host.new_block("parfor.ok")
-        b.cbranch(b.icmp_signed("!=", code, _I32(0)), host.unwind.target(), ok_bb)
+        b.cbranch(b.icmp_signed("!=", code, I32(0)), host.unwind.target(), ok_bb)
         b.position_at_end(ok_bb)
     host.poll()
 
 
-def _inline_strips(host: _FnEmitter, bfn, cap_vals: list, count, done, can_fail: bool):
+def _inline_strips(host: FnEmitter, bfn, cap_vals: list, count, done, can_fail: bool):
     """The inline path of a body without loops: the body function on strips
     of SEQ_CHUNK iterations, polling for SIGINT between them (one thread
     through 10^9 elements would otherwise not look up for a second)."""
@@ -338,8 +331,8 @@ def _inline_strips(host: _FnEmitter, bfn, cap_vals: list, count, done, can_fail:
         if can_fail:
             # a failed strip ends the loop (the host unwinds after it)
             go = host.new_block("parfor.strip.ok")
-            failed = b.icmp_signed("!=", b.load(host.ctx_field(CTX_CODE), typ=_I32), _I32(0))
+            failed = b.icmp_signed("!=", b.load(host.ctx_field(CTX_CODE), typ=I32), I32(0))
             b.cbranch(failed, end, go)
             b.position_at_end(go)
-    strips(host, _I64(0), count, SEQ_CHUNK, run)
+    strips(host, I64(0), count, SEQ_CHUNK, run)
     b.branch(done)

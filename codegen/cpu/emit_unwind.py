@@ -45,6 +45,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir as K
+from .llvm_types import CTX_CODE, CTX_SIGINT, streaming_fence
 
 _I1 = ir.IntType(1)
 _I8 = ir.IntType(8)
@@ -359,7 +360,6 @@ class Unwinder:
         if self.armed is None:
             return
         b = self.em.b
-        from .emit_llvm import CTX_SIGINT
         want = b.load(self.em.ctx_field(CTX_SIGINT), typ=_I32)
         with b.if_then(b.icmp_signed("!=", want, _I32(0))):
             b.store(b.call(self.rt.arm_fn(), [self.saved]), self.armed)
@@ -395,12 +395,10 @@ class Unwinder:
             b.call(self.rt.free_all_fn(), [self.table, self.count])
         if em.in_par:
             if self.fence:
-                from .emit_parfor import streaming_fence
                 streaming_fence(em)
             b.ret_void()
             return
         self.disarm()
-        from .emit_llvm import CTX_CODE
         b.ret(b.load(em.ctx_field(CTX_CODE), typ=_I32))
 
 
@@ -431,7 +429,6 @@ def strips(em, lo: ir.Value, hi: ir.Value, stride: int, run):
 def poll(em, interrupt_msg: int):
     """if (flag && ctx->sigint) fail with KeyboardInterrupt (see the module
     docstring); the flag's branch is marked unlikely."""
-    from .emit_llvm import CTX_SIGINT
     b = em.b
     rt = em.mod.runtime
     if not rt.sigaction_ok:

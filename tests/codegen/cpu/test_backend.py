@@ -270,7 +270,7 @@ def test_vector_math_calls_libmvec_and_stays_accurate(tmp_path):
 
 def test_fastmath_relaxes_and_stays_close(tmp_path):
     from pyshark.codegen.stages import build_kernels
-    from pyshark.codegen.cpu.emit_llvm import emit_module
+    from pyshark.codegen.cpu.emit import emit_module
     from pyshark.wrapper.backend import Options, translate_and_check
     program = translate_and_check(SAXPY)
     kernels = build_kernels(program, Options(fastmath=True))

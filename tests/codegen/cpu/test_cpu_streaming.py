@@ -242,7 +242,7 @@ SAXPY = "benchmarks/programs/saxpy.py"
 
 def test_a_large_map_streams(pytestconfig):
     from pyshark.codegen.stages import build_kernels
-    from pyshark.codegen.cpu.emit_llvm import emit_module
+    from pyshark.codegen.cpu.emit import emit_module
     from pyshark.core.check import check_program
     from pyshark.translate import translate_file
     from pyshark.wrapper.backend import Options
