@@ -34,10 +34,6 @@ KNOWN_CYCLES: dict[frozenset, str] = {
         "no item of issue 16 yet: devices.verdicts runs the probe, and the probe's "
         "`--list` child reports devices.platforms() with their verdicts (report() and "
         "that child belong in devices.py)",
-    frozenset({"pyshark.codegen.cpu.link", "pyshark.codegen.cpu.runtime"}):
-        "no item of issue 16 yet: runtime.load_library imports link (llvmlite) only to JIT "
-        "IR text, so that loading a .so stays light, and link imports runtime's Library "
-        "and PysharkCtx; those need a module of their own",
     # pyshark/ (not in the issue's "done when"; listed so that no new one comes)
     frozenset({
         "pyshark.translate.calls", "pyshark.translate.comprehensions", "pyshark.translate.exprs",

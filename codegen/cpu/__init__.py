@@ -10,7 +10,7 @@ import importlib
 _EXPORTS = {
     "emit_module": "emit", "ALLOC_FAIL_MESSAGE": "emit_llvm",
     "optimise_and_build": "link", "optimised_ir": "link", "find_c_compiler": "link",
-    "load_library": "runtime", "Library": "runtime", "PysharkCtx": "runtime",
+    "load_library": "loader", "Library": "runtime", "PysharkCtx": "runtime",
     "ctype_of": "runtime", "entry_prototype": "runtime",
 }
 

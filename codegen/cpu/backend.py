@@ -287,7 +287,7 @@ class CpuBackend(Backend):
         return program, {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
-        from .runtime import load_library
+        from .loader import load_library
         directory = Path(directory)
         abi = json.loads((directory / manifest["files"]["abi"]).read_text())
         lib_path = directory / manifest["files"]["library"]

@@ -7,7 +7,7 @@
   the system C compiler (`cc -shared -fopenmp`, so libgomp is linked) into
   `out_path`. With no C compiler on PATH, the optimised IR text is written to
   `out_path` instead, and `load_library` JITs it.
-- `load_library(path_or_ir)`: a `Library` with `address_of(name)` whatever
+- `loader.load_library(path_or_ir)`: a `Library` with `address_of(name)` whatever
   was built: a .so (ctypes.CDLL), or IR text (a file, or the text itself)
   compiled by llvmlite's MCJIT in this process.
 - The C ABI on the Python side: `PysharkCtx` (the ctx struct), `ctype_of`,
@@ -33,8 +33,7 @@ from typing import Optional, Union
 
 import llvmlite.binding as llvm
 
-from .runtime import (Library, PysharkCtx, ctype_of, entry_prototype,  # noqa: F401
-                      load_library)
+from .runtime import (Library, PysharkCtx, ctype_of, entry_prototype)  # noqa: F401
 
 from pyshark.core.types import BOOL
 
@@ -291,6 +290,6 @@ def _jit_runtime():
 # The C ABI on the Python side
 
 
-__all__ = ["optimised_ir", "optimise_and_build", "load_library", "Library", "PysharkCtx",
+__all__ = ["optimised_ir", "optimise_and_build", "Library", "PysharkCtx",
            "ctype_of", "entry_prototype", "find_c_compiler", "target_machine",
            "host_triple", "host_data_layout"]

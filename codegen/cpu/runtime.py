@@ -1,7 +1,7 @@
 """What running a compiled module needs, and nothing more: the ctx struct,
-the ctypes types of entry parameters, and loading a built library (ctypes for
-a .so; MCJIT, through link.py, only for IR text). Importing it does not import
-llvmlite, so loading a cached module stays fast."""
+the ctypes types of entry parameters and the loaded Library (loader.py loads
+one: ctypes for a .so; MCJIT, through link.py, only for IR text). Importing
+it does not import llvmlite, so loading a cached module stays fast."""
 from __future__ import annotations
 
 import ctypes
@@ -76,14 +76,14 @@ class Library:
         return entry_prototype(f)(self.address_of(f.name))
 
 
-def _looks_like_ir(x) -> bool:
+def looks_like_ir(x) -> bool:
     if not isinstance(x, str):
         return False
     head = x.lstrip()[:200]
     return "\n" in x or head.startswith(("; ModuleID", "define", "declare", "target", "source_filename"))
 
 
-_BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
+BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
 
 
 #: libgomp's spin count before a waiting thread sleeps, when the user set
@@ -115,21 +115,3 @@ def omp_max_threads() -> int:
         except (OSError, AttributeError):
             continue
     return 1
-
-
-def load_library(path_or_ir: Union[str, Path]) -> Library:
-    """Load what `optimise_and_build` wrote (a .so, or IR text when there was
-    no C compiler), or JIT LLVM IR text given directly."""
-    quiet_gomp_spin()
-    if _looks_like_ir(path_or_ir):
-        from .link import jit_library
-        return jit_library(path_or_ir, optimise=True)
-    path = Path(path_or_ir)
-    with open(path, "rb") as fh:
-        magic = fh.read(4)
-    if magic in _BINARY_MAGIC or magic[:2] == b"MZ":
-        return Library("so", ctypes.CDLL(str(path.resolve())), path=path)
-    from .link import jit_library
-    return jit_library(path.read_text(), optimise=False, path=path)
-
-
