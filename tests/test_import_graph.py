@@ -267,6 +267,15 @@ def test_lowering_base_imports_no_rule(graph):
     assert not sorted(m for m in reached if _in(m, RULES))
 
 
+def test_opencl_backend_imports_nothing_of_the_cpu_backend(graph):
+    """What both native backends use (the entry ABI, the error protocol,
+    the allocation-failure message) lives outside cpu/ (marshal.py, kir.py)."""
+    edges, mods = graph[0], modules()
+    for m in mods:
+        if _in(m, ("pyshark.codegen.opencl",)):
+            assert not sorted(x for x in edges[m] if _in(x, ("pyshark.codegen.cpu",))), m
+
+
 def test_multicore_family_imports_no_gpu_family(graph):
     """gpu/ falls back on mc/ and reuses its pieces, never the other way."""
     edges, mods = graph[0], modules()

@@ -39,7 +39,7 @@ from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest
 
 from .. import kir as K
 from ..lower import symbol
-from ..marshal import error_from
+from ..marshal import abi_of, error_from
 from .caller import make_caller
 from .emit_cl import HEAP_FULL
 from .failures import device_errors, is_driver_error, translate
@@ -299,7 +299,6 @@ class OpenCLBackend(Backend):
         return bool(dev.type & runtime.device().cl.device_type.GPU)
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        from ..cpu.backend import abi_of
         program = translate_and_check(path, text=source_text)
         hp, meta, kernels = kernels_for(program, self.options, self.device().target())
         directory = Path(directory)
