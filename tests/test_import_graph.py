@@ -30,10 +30,6 @@ KNOWN_CYCLES: dict[frozenset, str] = {
     frozenset({"pyshark.wrapper.convert", "pyshark.wrapper.device_array"}):
         "issue 16 item 5, the device-array interface: convert makes DeviceStructArrays, "
         "whose get() converts with convert",
-    frozenset({"pyshark.codegen.opencl.devices", "pyshark.codegen.opencl.probe"}):
-        "no item of issue 16 yet: devices.verdicts runs the probe, and the probe's "
-        "`--list` child reports devices.platforms() with their verdicts (report() and "
-        "that child belong in devices.py)",
     frozenset({"pyshark.codegen.cpu.link", "pyshark.codegen.cpu.runtime"}):
         "no item of issue 16 yet: runtime.load_library imports link (llvmlite) only to JIT "
         "IR text, so that loading a .so stays light, and link imports runtime's Library "
