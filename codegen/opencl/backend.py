@@ -36,6 +36,8 @@ from pyshark.core.types import ScalarType
 from pyshark.errors import DeviceError, DeviceOutOfMemory
 from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
+from pyshark.wrapper.device_array import device_array, output_keeping_arrays
+from pyshark.wrapper.device_interface import is_device_array
 
 from .. import kir as K
 from ..lower import symbol
@@ -129,7 +131,7 @@ class _Caller:
         self.fast = make_caller(entry, device_arrays, dict(
             dev=dev, kernels=kernels, heap=self.heap, fn=fn, messages=messages,
             Call=runtime.Call, LOCK=runtime.LOCK, DevMem=runtime.DevMem,
-            device_array=runtime.device_array, HeapFull=runtime.HeapFull,
+            device_array=device_array, HeapFull=runtime.HeapFull,
             HEAP_FULL=HEAP_FULL, error_from=error_from, Lazy=_Lazy,
             elsewhere=self._elsewhere))
         self._call = self.fast or self._call
@@ -143,7 +145,7 @@ class _Caller:
         return conv
 
     def _array_param(self, dt):
-        is_device_array, i64 = convert.is_device_array, np.int64
+        i64 = np.int64
 
         def conv(rt, v, args):
             if type(v) is not np.ndarray and is_device_array(v):
@@ -216,7 +218,7 @@ class _Caller:
                         shape = tuple([int(d) for d in shape])
                         if isinstance(ptr[0][0], runtime.DevMem):
                             mem, off = rt.detach(ptr[0])
-                            results.append(runtime.device_array(self.dev, mem, off, shape, dt))
+                            results.append(device_array(self.dev, mem, off, shape, dt))
                         else:                                   # host memory: never so today
                             results.append(rt.download(ptr[0], shape, dt))
                     else:
@@ -224,7 +226,7 @@ class _Caller:
             finally:
                 rt.release()
         if self.device_arrays:
-            return convert.output_keeping_arrays(self.flat.entry.ret, results, np.asarray)
+            return output_keeping_arrays(self.flat.entry.ret, results, np.asarray)
         return self.flat.output(results)
 
 

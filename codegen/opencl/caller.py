@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from pyshark.wrapper.convert import (SArray, SScalar, STuple, is_device_array, stype_base,
-                                     stype_rank)
+from pyshark.core.types import SArray, SScalar, STuple, stype_base, stype_rank
+from pyshark.wrapper.device_array import DeviceArray
+from pyshark.wrapper.device_interface import is_device_array
 
 
 def _leaf(st) -> tuple | None:
@@ -149,12 +150,8 @@ def make_caller(entry, device_arrays: bool, env: dict):
     src, consts = made
     namespace = dict(env)
     namespace.update(consts)
-    namespace.update(DA=_device_array_class(), ndarray=np.ndarray, is_da=is_device_array,
+    namespace.update(DA=DeviceArray, ndarray=np.ndarray, is_da=is_device_array,
                      ascontiguousarray=np.ascontiguousarray, i64=np.int64)
     exec(compile(src, f"<pyshark caller {entry.name}>", "exec"), namespace)
     return namespace["call"]
 
-
-def _device_array_class():
-    from pyshark.wrapper.device_array import DeviceArray
-    return DeviceArray

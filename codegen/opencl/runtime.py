@@ -351,13 +351,18 @@ class Device:
             self.pending.clear()
         return out
 
-    def read_locked(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype,
-                    doing: str) -> np.ndarray:
+    # -- the device-array interface (wrapper/device_interface.ArrayDevice) ---------
+
+    def read_array(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """read() under the process lock, a driver failure raised as a
-        DeviceError that says what was being done (DeviceArray.get), so
-        that wrapper/device_array.py needs nothing of this module."""
-        with LOCK, device_errors(self.name, doing):
+        DeviceError (DeviceArray.get)."""
+        with LOCK, device_errors(self.name, "copying a DeviceArray to the host"):
             return self.read(mem, off, shape, dtype)
+
+    def adopt(self, mem: DevMem) -> None:
+        """A block that backs DeviceArrays: DevMem.__del__ queues it for
+        this device's pool (drained under the lock by the next call)."""
+        mem.home = self
 
     def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool,
                  heap: bool = False) -> "_Launcher":
@@ -764,14 +769,6 @@ def _kind(dt: np.dtype) -> str:
     raise TypeError(f"no kernel type for {dt}")
 
 
-def device_array(dev: Device, mem: DevMem, off: int, shape: tuple, dtype: np.dtype):
-    """A DeviceArray over (mem, off) whose block returns to the pool when the
-    last DeviceArray over it dies."""
-    from pyshark.wrapper.device_array import DeviceArray
-    mem.home = dev
-    return DeviceArray._make(dev, mem, off, shape, dtype)
-
-
 __all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
-           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "device_array", "HeapFull",
+           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "HeapFull",
            "grow_heap", "HEAP_STRIDE"]
