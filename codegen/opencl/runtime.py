@@ -412,7 +412,7 @@ class Call:
     def __init__(self, dev: Device, kernels: list, heap: dict | None = None):
         self.dev = dev
         # {"stride": bytes}: the work-item heap of kernels that allocate,
-        # shared by the calls of one module (grown by HeapFull, kept)
+        # shared by the calls of one module (grown by grow_heap, kept)
         self.heap = heap if heap is not None else {"stride": HEAP_STRIDE}
         self.cl = dev.cl
         self.queue = dev.queue
@@ -743,16 +743,9 @@ class Call:
         return p, np.uint64(stride)
 
 
-class HeapFull(Exception):
-    """A work-item's heap was too small (emit_cl.HEAP_FULL): `needed` bytes."""
-
-    def __init__(self, needed: int):
-        super().__init__(needed)
-        self.needed = needed
-
-
 def grow_heap(heap: dict, needed: int, dev: "Device") -> None:
-    """The next stride after a HeapFull: at least twice the old one and
+    """The next stride after a HEAP_FULL error (emit_cl.py: a work-item
+    needed `needed` bytes): at least twice the old one and
     twice what the work-item needed, in 4 KiB steps; MemoryError past what
     one buffer may hold."""
     new = max(2 * heap["stride"], -(-2 * needed // 4096) * 4096)
@@ -770,5 +763,5 @@ def _kind(dt: np.dtype) -> str:
 
 
 __all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
-           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "HeapFull",
+           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK",
            "grow_heap", "HEAP_STRIDE"]
