@@ -42,8 +42,8 @@ def _say(text: str) -> None:
 
 def list_devices() -> list:
     """Every OpenCL device a fresh process sees, with its probe verdict."""
-    from pyshark.codegen.opencl.probe import child_command
-    cmd = child_command("--list")
+    from pyshark.codegen.opencl.devices import list_command
+    cmd = list_command()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
                               stdin=subprocess.DEVNULL)

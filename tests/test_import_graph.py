@@ -27,13 +27,6 @@ ACYCLIC = ("pyshark.codegen", "pyshark.wrapper")
 #: Cycles still there, each with what removes it. A cycle that is gone must
 #: leave this list (the test says so), so the list stays the truth.
 KNOWN_CYCLES: dict[frozenset, str] = {
-    frozenset({"pyshark.wrapper.convert", "pyshark.wrapper.device_array"}):
-        "issue 16 item 5, the device-array interface: convert makes DeviceStructArrays, "
-        "whose get() converts with convert",
-    frozenset({"pyshark.codegen.opencl.devices", "pyshark.codegen.opencl.probe"}):
-        "no item of issue 16 yet: devices.verdicts runs the probe, and the probe's "
-        "`--list` child reports devices.platforms() with their verdicts (report() and "
-        "that child belong in devices.py)",
     # pyshark/ (not in the issue's "done when"; listed so that no new one comes)
     frozenset({
         "pyshark.translate.calls", "pyshark.translate.comprehensions", "pyshark.translate.exprs",
@@ -245,6 +238,26 @@ def test_lowering_base_imports_no_rule(graph):
     edges, _ = graph
     reached = _reachable(edges, "pyshark.codegen.lower_base")
     assert not sorted(m for m in reached if _in(m, RULES))
+
+
+def test_opencl_backend_imports_nothing_of_the_cpu_backend(graph):
+    """What both native backends use (the entry ABI, the error protocol,
+    the allocation-failure message) lives outside cpu/ (marshal.py, kir.py)."""
+    edges, mods = graph[0], modules()
+    for m in mods:
+        if _in(m, ("pyshark.codegen.opencl",)):
+            assert not sorted(x for x in edges[m] if _in(x, ("pyshark.codegen.cpu",))), m
+
+
+def test_the_wrapper_reaches_no_device_runtime(graph):
+    """DeviceArrays need only wrapper/device_interface.ArrayDevice of their
+    device; the runtime implements it (the wrapper names backends only as
+    strings, registry.py)."""
+    edges, mods = graph[0], modules()
+    for m in mods:
+        if _in(m, ("pyshark.wrapper",)):
+            assert not sorted(x for x in _reachable(edges, m)
+                              if _in(x, ("pyshark.codegen.opencl",))), m
 
 
 def test_multicore_family_imports_no_gpu_family(graph):

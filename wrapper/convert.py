@@ -27,7 +27,7 @@ from pyshark.core.types import (
     BOOL, F32, F64, ScalarType, SArray, SRecord, SScalar, SType, STuple, stype_base, stype_rank)
 from pyshark.errors import InternalCompilerError, ShapeError
 
-from .device_array import DeviceArray, DeviceStructArray, is_device_array, is_device_struct
+from .device_interface import is_device_array, is_device_struct
 
 
 class Where:
@@ -454,7 +454,7 @@ def _fast_converter(st: SType, keep_device: bool = False):
             if t is ndarray:
                 return (v if (v.dtype is dt or v.dtype == dt) and v.ndim == k
                         and v.flags.c_contiguous else _SLOW)
-            if keep_device and (t is DeviceArray or is_device_array(v)):
+            if keep_device and getattr(t, "__pyshark_device_array__", False) is True:
                 return v if (v.dtype is dt or v.dtype == dt) and len(v.shape) == k else _SLOW
             return _SLOW
         return array
@@ -602,45 +602,12 @@ class FlatCall:
         return self.output(run(self.args(canon_args)))
 
 
-def output_keeping_arrays(st: SType, flat: list, fetch: Callable):
-    """The flat results -> the user-facing result, except that arrays of
-    scalars stay what the backend gave (DeviceArrays), and an array of
-    tuples/records whose leaves are DeviceArrays is a DeviceStructArray of
-    them (other leaves are fetched, `fetch(leaf)` -> numpy array, and built
-    into a structured array as usual)."""
-    it = iter(flat)
-    out = _keeping(st, it, fetch)
-    if next(it, _MISSING) is not _MISSING:
-        raise InternalCompilerError(f"too many flat values for {st!r}")
-    return out
-
-
 def _nest(st: SType, it):
     """The canonical (nested tuple) form of st over flat leaves, unchecked."""
     parts = _parts(st)
     if parts is None:
         return next(it)
     return tuple(_nest(pt, it) for pt in parts)
-
-
-def _leaf_count(st: SType) -> int:
-    parts = _parts(st)
-    return 1 if parts is None else sum(_leaf_count(pt) for pt in parts)
-
-
-def _keeping(st: SType, it, fetch: Callable):
-    if isinstance(st, SScalar):
-        return to_output(st, _unflatten(st, it))
-    if isinstance(st, STuple):
-        return tuple(_keeping(e, it, fetch) for e in st.elems)
-    if isinstance(st, SRecord):
-        return record_class(st)(*[_keeping(ft, it, fetch) for ft in st.field_types])
-    if isinstance(stype_base(st), SScalar):
-        return next(it)
-    leaves = [next(it) for _ in range(_leaf_count(st))]
-    if all(is_device_array(v) for v in leaves):
-        return DeviceStructArray._make(st, leaves)
-    return to_output(st, _unflatten(st, iter([fetch(v) for v in leaves])))
 
 
 def call_flat(entry, canon_args: list, run: Callable[[list], list]):

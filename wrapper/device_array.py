@@ -15,10 +15,22 @@ Other backends take a DeviceArray too, as the numpy array it holds
 DeviceStructArray (one DeviceArray per field), taken back the same way. A DeviceArray holds its device block until it
 is garbage-collected; then the block returns to the device's memory pool.
 Arrays are values: nothing writes into a DeviceArray after it is made.
+What a DeviceArray needs of its device is device_interface.ArrayDevice; a
+runtime hands out its blocks through `device_array` and builds an entry's
+result with `output_keeping_arrays`.
 """
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
+
+from pyshark.core.types import (SRecord, SScalar, SType, STuple, flatten_stype, stype_base,
+                                stype_rank)
+from pyshark.errors import InternalCompilerError
+
+from .convert import record_class, to_output, unflatten_value
+from .device_interface import ArrayDevice, is_device_array, is_device_struct
 
 
 def _host_array(self, dtype=None, copy=None):
@@ -74,8 +86,7 @@ class DeviceArray:
 
     def get(self) -> np.ndarray:
         """A numpy copy (waits for the computation that makes it)."""
-        return self.device.read_locked(self._mem, self._off, self.shape, self.dtype,
-                                       "copying a DeviceArray to the host")
+        return self.device.read_array(self._mem, self._off, self.shape, self.dtype)
 
     __array__ = _host_array
 
@@ -83,8 +94,12 @@ class DeviceArray:
         return _repr(self, self.dtype)
 
 
-def is_device_array(v) -> bool:
-    return getattr(type(v), "__pyshark_device_array__", False) is True
+def device_array(device: ArrayDevice, block, offset: int, shape: tuple,
+                 dtype: np.dtype) -> DeviceArray:
+    """A DeviceArray over element `offset` of a runtime's block (the device
+    adopts the block: it comes back when the last array over it dies)."""
+    device.adopt(block)
+    return DeviceArray._make(device, block, offset, shape, dtype)
 
 
 class DeviceStructArray:
@@ -116,7 +131,6 @@ class DeviceStructArray:
 
     @property
     def shape(self) -> tuple:
-        from .convert import stype_rank
         return self.leaves[0].shape[:stype_rank(self.stype)]
 
     @property
@@ -128,7 +142,6 @@ class DeviceStructArray:
 
     def get(self):
         """The host value (waits for the computation that makes it)."""
-        from .convert import to_output, unflatten_value
         return to_output(self.stype, unflatten_value(self.stype, [a.get() for a in self.leaves]))
 
     __array__ = _host_array
@@ -137,8 +150,43 @@ class DeviceStructArray:
         return _repr(self, self.stype)
 
 
-def is_device_struct(v) -> bool:
-    return getattr(type(v), "__pyshark_device_struct__", False) is True
+def output_keeping_arrays(st: SType, flat: list, fetch: Callable):
+    """An entry's flat results -> the user-facing result, except that arrays
+    of scalars stay what the backend gave (DeviceArrays), and an array of
+    tuples/records whose leaves are DeviceArrays is a DeviceStructArray of
+    them (other leaves are fetched, `fetch(leaf)` -> numpy array, and built
+    into a structured array as a host result is)."""
+    it = iter(flat)
+    out = _keeping(st, it, fetch)
+    if next(it, _END) is not _END:
+        raise InternalCompilerError(f"too many flat values for {st!r}")
+    return out
 
 
-__all__ = ["DeviceArray", "DeviceStructArray", "is_device_array", "is_device_struct"]
+_END = object()
+
+
+def _take(it, st: SType):
+    v = next(it, _END)
+    if v is _END:
+        raise InternalCompilerError(f"too few flat values for {st!r}")
+    return v
+
+
+def _keeping(st: SType, it, fetch: Callable):
+    if isinstance(st, SScalar):
+        return to_output(st, unflatten_value(st, [_take(it, st)]))
+    if isinstance(st, STuple):
+        return tuple(_keeping(e, it, fetch) for e in st.elems)
+    if isinstance(st, SRecord):
+        return record_class(st)(*[_keeping(ft, it, fetch) for ft in st.field_types])
+    if isinstance(stype_base(st), SScalar):
+        return _take(it, st)
+    leaves = [_take(it, st) for _ in flatten_stype(st)]
+    if all(is_device_array(v) for v in leaves):
+        return DeviceStructArray._make(st, leaves)
+    return to_output(st, unflatten_value(st, [fetch(v) for v in leaves]))
+
+
+__all__ = ["DeviceArray", "DeviceStructArray", "device_array", "output_keeping_arrays",
+           "is_device_array", "is_device_struct"]

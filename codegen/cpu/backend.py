@@ -45,7 +45,7 @@ from pyshark.wrapper.backend import (PROCESS_NUM_THREADS, Backend, LoadedModule,
 
 from .. import kir as K
 from ..lower import symbol
-from ..marshal import ERRORS, error_from
+from ..marshal import ERRORS, abi_of, error_from
 
 LIB_FILE = "module.so"
 ABI_FILE = "abi.json"
@@ -82,24 +82,6 @@ _check_signals.restype = ctypes.c_int
 _MAIN = [threading.main_thread().ident]             # the thread Python's handlers run in
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=lambda: _MAIN.__setitem__(0, threading.main_thread().ident))
-
-
-def abi_of(program: ir.Program) -> dict:
-    """Per entry: the core parameter and result types, in ABI order."""
-    out = {}
-    for name in program.entries:
-        fun = program.entry_fun(name)
-        out[name] = {
-            "params": [_tjson(p.type) for p in fun.params],
-            "results": [_tjson(t) for t in fun.ret],
-        }
-    return out
-
-
-def _tjson(t):
-    if isinstance(t, ScalarType):
-        return [t.value, 0]
-    return [t.elem.value, t.rank]
 
 
 def c_header(program: ir.Program) -> str:

@@ -7,19 +7,22 @@ among them the expansion of ParFor bodies' allocations into blocks
 allocated before the loop and coarsening), then spell every ParFor body as
 an OpenCL C kernel (emit_cl.py) and everything else as a generated Python
 host module (host.py). The artifact directory holds kernels.cl, host.py,
-the kernel IR they spell as text (kernels.txt) and abi.json (the CPU backend's entry
-ABI and error messages, plus the kernels and the hashes of both sources).
+the kernel IR they spell as text (kernels.txt) and abi.json (the entry ABI
+and error messages both native backends record, marshal.abi_of, plus the
+kernels and the hashes of both sources).
 
 load: build the OpenCL program once per process (PoCL also caches binaries
-on disk), compile the host module once with compile(). A driver's failure,
-here or in a call, is a pyshark DeviceError (failures.py), never a raw
-pyopencl exception. call: the CPU
-wrapper's flat call path (convert.FlatCall) and the native backends' error
-protocol (codegen/marshal.py); numpy array inputs are sent to the device,
+on disk), compile the host module once with compile(), and generate each
+entry's caller (caller.py). A driver's failure, here or in a call, is a
+pyshark DeviceError (failures.py), never a raw pyopencl exception. call:
+the entry's generated caller, the one call path: the wrapper's flat values
+(convert.FlatCall) and the native backends' error protocol
+(codegen/marshal.py); numpy array inputs are sent to the device,
 DeviceArray inputs are used where they are; array results are copied back
 into numpy arrays, or, with device_arrays=True, returned as DeviceArrays
-(arrays of tuples/records as DeviceStructArrays, one DeviceArray a field). The call's other device memory returns to the pool
-when it returns; its kernels may still be running then (runtime.py).
+(arrays of tuples/records as DeviceStructArrays, one DeviceArray a field).
+The call's other device memory returns to the pool when it returns; its
+kernels may still be running then (runtime.py).
 
 Options besides Options: `device` (a device spec, runtime.device) and
 `device_arrays`.
@@ -30,16 +33,12 @@ import hashlib
 import json
 from pathlib import Path
 
-import numpy as np
-
-from pyshark.core.types import ScalarType
 from pyshark.errors import DeviceError, DeviceOutOfMemory
-from pyshark.wrapper import convert
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 from .. import kir as K
 from ..lower import symbol
-from ..marshal import error_from
+from ..marshal import abi_of, error_from
 from .caller import make_caller
 from .emit_cl import HEAP_FULL
 from .failures import device_errors, is_driver_error, translate
@@ -75,16 +74,22 @@ def spell_kernels(kernels: K.Module):
 
 
 class OpenCLModule(LoadedModule):
+    """The loaded module: one generated caller per entry (caller.py, the
+    only call path), sharing the module's kernels and work-item heap."""
+
     def __init__(self, dev, namespace: dict, kernels: list, abi: dict, messages: list,
                  entries, source, device_arrays: bool = False):
         super().__init__(entries, source)
+        from . import runtime
         self.dev = dev
         self.messages = messages
         launchers = [dev.launcher(*k) for k in kernels]
-        from .runtime import HEAP_STRIDE
-        heap = {"stride": HEAP_STRIDE}      # the work-item heaps of this module's kernels
-        self.callers = {name: _Caller(dev, namespace["ENTRIES"][symbol(name)], spec, messages,
-                                      entries[name], launchers, device_arrays, heap)
+        self.heap = {"stride": runtime.HEAP_STRIDE}     # the work-item heaps of its kernels
+        env = dict(dev=dev, kernels=launchers, heap=self.heap, messages=messages,
+                   Call=runtime.Call, LOCK=runtime.LOCK, DevMem=runtime.DevMem,
+                   grow_heap=runtime.grow_heap, HEAP_FULL=HEAP_FULL, error_from=error_from)
+        self.callers = {name: make_caller(entries[name], spec, device_arrays,
+                                          dict(env, fn=namespace["ENTRIES"][symbol(name)]))
                         for name, spec in abi.items() if name in entries}
 
     def call(self, name: str, canon_args: list):
@@ -101,145 +106,6 @@ class OpenCLModule(LoadedModule):
             if is_driver_error(exc):
                 raise translate(exc, self.dev.name, f"running entry {name!r}") from exc
             raise
-
-
-class _Caller:
-    """flatten -> send -> host function -> results (copied back, or kept as
-    DeviceArrays) -> unflatten. What can be decided per entry is decided
-    here, once: a converter per parameter, the out-params per result (host
-    memory: Python lists, which the host code only stores into)."""
-
-    def __init__(self, dev, fn, spec: dict, messages: list, entry, kernels: list,
-                 device_arrays: bool = False, heap: dict | None = None):
-        from . import runtime
-        self.heap = heap if heap is not None else {"stride": runtime.HEAP_STRIDE}
-        self.runtime = runtime
-        self.dev = dev
-        self.fn = fn
-        self.flat = convert.FlatCall(entry)        # the wrapper's flat call path
-        self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
-        self.results = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["results"]]
-        self.messages = messages
-        self.kernels = kernels
-        self.device_arrays = device_arrays
-        self.convs = [self._scalar_param(dt) if r == 0 else self._array_param(dt)
-                      for dt, r in self.params]
-        self.plain_output = self.flat.scalar_result      # one scalar: nothing to keep or unflatten
-        # the generated straight-line call path (caller.py), where it applies
-        self.fast = make_caller(entry, device_arrays, dict(
-            dev=dev, kernels=kernels, heap=self.heap, fn=fn, messages=messages,
-            Call=runtime.Call, LOCK=runtime.LOCK, DevMem=runtime.DevMem,
-            device_array=runtime.device_array, HeapFull=runtime.HeapFull,
-            HEAP_FULL=HEAP_FULL, error_from=error_from, Lazy=_Lazy,
-            elsewhere=self._elsewhere))
-        self._call = self.fast or self._call
-
-    @staticmethod
-    def _scalar_param(dt):
-        t = dt.type
-
-        def conv(rt, v, args):
-            args.append(t(v))
-        return conv
-
-    def _array_param(self, dt):
-        is_device_array, i64 = convert.is_device_array, np.int64
-
-        def conv(rt, v, args):
-            if type(v) is not np.ndarray and is_device_array(v):
-                args.append(self._device_arg(v))
-            else:
-                v = np.ascontiguousarray(v, dtype=dt)
-                args.append(rt.upload(v))
-            args.extend([i64(d) for d in v.shape])
-        return conv
-
-    def _device_arg(self, v):
-        if v.device is not self.dev:
-            raise ValueError(self._elsewhere(v))
-        return (v._mem, v._off)
-
-    def _elsewhere(self, v) -> str:
-        return (f"a DeviceArray argument lives on the OpenCL device {v.device.name}, "
-                f"this module runs on {self.dev.name}: pass np.asarray(value) "
-                f"(a copy through the host)")
-
-    def __call__(self, canon_args: list):
-        """One call; again with larger work-item heaps while a kernel's
-        heap is too small (the entry is a function of its arguments, so
-        running it again is the same call)."""
-        runtime = self.runtime
-        while True:
-            try:
-                return self._call(canon_args)
-            except runtime.HeapFull as full:
-                with runtime.LOCK:
-                    runtime.grow_heap(self.heap, full.needed, self.dev)
-
-    def _call(self, canon_args: list):
-        flat = self.flat.args(canon_args)
-        runtime = self.runtime
-        with runtime.LOCK:
-            rt = runtime.Call(self.dev, self.kernels, self.heap)
-            try:
-                args: list = []
-                for conv, v in zip(self.convs, flat):
-                    conv(rt, v, args)
-                outs = []
-                for dt, r in self.results:
-                    if r == 0:
-                        cell = [None]
-                        outs.append(cell)
-                        args.append((cell, 0))
-                    else:
-                        ptr, shape = [None], [0] * r
-                        outs.append((ptr, shape))
-                        args += [(ptr, 0), (shape, 0)]
-                keep = self.device_arrays
-                # the array results, read with the error check after the host
-                # function has filled the out-params
-                downloads = () if keep else _Lazy(outs, self.results)
-                err, arrays = rt.run(self.fn, args, downloads)
-                if err is not None:
-                    if err[0] == HEAP_FULL:
-                        raise runtime.HeapFull(int(err[2][0]))
-                    raise error_from(err[0], err[1], err[2], self.messages)
-                if self.plain_output:
-                    return self.results[0][0].type(outs[0][0])
-                results = []
-                arrays = iter(arrays or ())
-                for (dt, r), o in zip(self.results, outs):
-                    if r == 0:
-                        results.append(dt.type(o[0]))
-                    elif keep:
-                        ptr, shape = o
-                        shape = tuple([int(d) for d in shape])
-                        if isinstance(ptr[0][0], runtime.DevMem):
-                            mem, off = rt.detach(ptr[0])
-                            results.append(runtime.device_array(self.dev, mem, off, shape, dt))
-                        else:                                   # host memory: never so today
-                            results.append(rt.download(ptr[0], shape, dt))
-                    else:
-                        results.append(next(arrays))
-            finally:
-                rt.release()
-        if self.device_arrays:
-            return convert.output_keeping_arrays(self.flat.entry.ret, results, np.asarray)
-        return self.flat.output(results)
-
-
-class _Lazy:
-    """The (pointer, shape, dtype) of the array results, read when iterated
-    (after the host function has filled the out-params)."""
-
-    def __init__(self, outs, results):
-        self.outs, self.results = outs, results
-
-    def __iter__(self):
-        for (dt, r), o in zip(self.results, self.outs):
-            if r:
-                ptr, shape = o
-                yield ptr[0], tuple([int(d) for d in shape]), dt
 
 
 class OpenCLBackend(Backend):
@@ -299,7 +165,6 @@ class OpenCLBackend(Backend):
         return bool(dev.type & runtime.device().cl.device_type.GPU)
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        from ..cpu.backend import abi_of
         program = translate_and_check(path, text=source_text)
         hp, meta, kernels = kernels_for(program, self.options, self.device().target())
         directory = Path(directory)

@@ -1,62 +1,67 @@
-"""The call path of one entry as generated Python (the opencl backend's
-fast path).
+"""The call path of one entry as generated Python: the one way an opencl
+entry call flows (Wrapper -> OpenCLModule.call -> this -> the host
+function of host.py -> runtime.Call).
 
 Host code (host.py) is generated per entry; so is what runs around it:
-argument checks and uploads, the out-params, the error check and the
-results. backend._Caller did this with loops over per-parameter closures
-and per-result records; spelled out as straight-line code for the one
-entry, a device-array call runs about half the Python (saxpy with its
-kernel launch stubbed out: see docs/opencl-backend.md), and on a GPU every
-microsecond of Python before the first launch is a microsecond of the
-call's wall time.
+argument checks and uploads, the out-params, the error check, the retry
+with larger work-item heaps, and the results. Spelled out as straight-line
+code for the one entry, a device-array call runs about half the Python of
+a loop over per-parameter closures and per-result records (saxpy with its
+kernel launch stubbed out: docs/opencl-backend.md), and on a GPU every
+microsecond of Python before the first launch is one of the call's wall
+time.
 
-Made for entries whose parameters are scalars or arrays of scalars (the
-canonical arguments are the flat ones) and whose result is a scalar, an
-array of scalars, or a tuple of those; `caller_source` returns None for the
-others, which keep backend._Caller's general path. The generated function
-does what that path does, in the same order, with the same exceptions:
+The generated function works on the entry's flat core values (the ABI of
+abi.json: a scalar, or an array as a pointer and its dimensions): an entry
+whose parameters are tuples, records or arrays of them has its canonical
+arguments flattened first (convert.FlatCall.args), and one whose result is
+not a scalar, an array of scalars or a tuple of those has its flat results
+built into the output at the end (FlatCall.output, or
+device_array.output_keeping_arrays with device_arrays=True):
 
     def call(canon):                       # the canonical arguments
-        p0, p1 = canon
-        with LOCK:
-            rt = Call(dev, kernels, heap)
-            try:
-                a0 = T0(p0)                     # a scalar: its exact dtype
-                if type(p1) is DA or ...:       # an array: where it is, or sent
-                    ...
-                err, arrays = rt.run(fn, [...], downloads)
-                ...                             # raise, or the result
-            finally:
-                rt.release()
+        p0, p1, = canon                        # or = flat_args(canon)
+        while True:
+            with LOCK:
+                rt = Call(dev, kernels, heap)
+                try:
+                    a0 = T0(p0)                     # a scalar: its exact dtype
+                    if type(p1) is DA or ...:       # an array: where it is, or sent
+                        ...
+                    err, arrays = rt.run(fn, [...], downloads)
+                    if err is not None:             # heaps too small: grow, again
+                        ...                         # (the same call: a function of its arguments)
+                    return ...                      # the result
+                finally:
+                    rt.release()
 """
 from __future__ import annotations
 
 import numpy as np
 
-from pyshark.wrapper.convert import (SArray, SScalar, STuple, is_device_array, stype_base,
-                                     stype_rank)
+from pyshark.core.types import SArray, SScalar, STuple, ScalarType, stype_base
+from pyshark.wrapper.convert import FlatCall
+from pyshark.wrapper.device_array import DeviceArray, device_array, output_keeping_arrays
+from pyshark.wrapper.device_interface import is_device_array
 
 
-def _leaf(st) -> tuple | None:
-    """(dtype, rank) of a scalar or an array of scalars; None otherwise."""
-    if isinstance(st, SScalar):
-        return np.dtype(st.t.dtype), 0
-    if isinstance(st, SArray) and isinstance(stype_base(st), SScalar):
-        return np.dtype(stype_base(st).t.dtype), stype_rank(st)
-    return None
+def _is_leaf(st) -> bool:
+    """A scalar or an array of scalars: one flat value, as users get it."""
+    return isinstance(st, SScalar) or (isinstance(st, SArray)
+                                       and isinstance(stype_base(st), SScalar))
 
 
-def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
-    """(source of `def call(canon)`, the constants it names) for an entry,
-    or None when its parameters or result are not of the handled kinds."""
-    params = [_leaf(p.stype) for p in entry.params]
-    ret = entry.ret
-    rets = [ret] if not isinstance(ret, STuple) else list(ret.elems)
-    results = [_leaf(r) for r in rets]
-    if any(p is None for p in params) or any(r is None for r in results):
-        return None
+def _abi(pairs) -> list:
+    """[(numpy dtype, rank)] of abi.json's [scalar type, rank] pairs."""
+    return [(np.dtype(ScalarType(e).dtype), r) for e, r in pairs]
+
+
+def caller_source(entry, spec: dict, device_arrays: bool) -> tuple[str, dict]:
+    """(source of `def call(canon)`, the constants it names) for an entry
+    and its ABI (abi.json: "params" and "results")."""
+    params, results = _abi(spec["params"]), _abi(spec["results"])
     consts: dict = {}
-    ind = " " * 12
+    ind = " " * 16
     lines = []
     args = []
     for k, (dt, r) in enumerate(params):
@@ -69,7 +74,7 @@ def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
         lines += [
             f"{ind}if type(p{k}) is DA or (type(p{k}) is not ndarray and is_da(p{k})):",
             f"{ind}    if p{k}.device is not dev:",
-            f"{ind}        raise ValueError(elsewhere(p{k}))",
+            f"{ind}        raise ValueError(elsewhere(p{k}, dev))",
             f"{ind}    m{k} = (p{k}._mem, p{k}._off)",
             f"{ind}    s{k} = p{k}.shape",
             f"{ind}else:",
@@ -90,7 +95,7 @@ def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
             lines.append(f"{ind}q{j} = [None]; h{j} = [0] * {r}")
             args += [f"(q{j}, 0)", f"(h{j}, 0)"]
             outs.append(f"(q{j}, h{j})")
-    consts["RESULTS"] = [(dt, r) for dt, r in results]
+    consts["RESULTS"] = results
     if device_arrays or all(r == 0 for _, r in results):
         downloads = "()"
     else:
@@ -99,7 +104,8 @@ def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
         f"{ind}err, arrays = rt.run(fn, [{', '.join(args)}], {downloads})",
         f"{ind}if err is not None:",
         f"{ind}    if err[0] == HEAP_FULL:",
-        f"{ind}        raise HeapFull(int(err[2][0]))",
+        f"{ind}        grow_heap(heap, int(err[2][0]), dev)",
+        f"{ind}        continue",
         f"{ind}    raise error_from(err[0], err[1], err[2], messages)",
     ]
     exprs = []
@@ -113,23 +119,29 @@ def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
                 f"{ind}if isinstance(q[0], DevMem):",
                 f"{ind}    mem, off = rt.detach(q)",
                 f"{ind}    r{j} = device_array(dev, mem, off, tuple([int(d) for d in h{j}]), RD{j})",
-                f"{ind}else:",
+                f"{ind}else:                                   # host memory: never so today",
                 f"{ind}    r{j} = rt.download(q, tuple([int(d) for d in h{j}]), RD{j})",
             ]
             exprs.append(f"r{j}")
         else:
             exprs.append(f"arrays[{arrays_seen}]")
             arrays_seen += 1
-    result = exprs[0] if not isinstance(ret, STuple) else f"({''.join(e + ', ' for e in exprs)})"
+    result = _result(entry, exprs, device_arrays, consts)
     names = [f"p{k}" for k in range(len(params))]
-    unpack = (f"        {', '.join(names)}, = canon" if names else "        pass")
+    flat = FlatCall(entry)
+    if flat.flat_params:
+        unpack = f"    {', '.join(names)}, = canon" if names else "    pass"
+    else:
+        consts["flat_args"] = flat.args
+        unpack = f"    {', '.join(names)}, = flat_args(canon)" if names else "    pass"
     src = "\n".join([
         "def call(canon):",
         unpack,
+        "    while True:",
         "        with LOCK:",
         "            rt = Call(dev, kernels, heap)",
         "            try:",
-        *["    " + ln for ln in lines],
+        *lines,
         f"                return {result}",
         "            finally:",
         "                rt.release()",
@@ -138,23 +150,56 @@ def caller_source(entry, device_arrays: bool) -> tuple[str, dict] | None:
     return src, consts
 
 
-def make_caller(entry, device_arrays: bool, env: dict):
-    """The generated call function of an entry (None: not a handled kind).
-    `env`: what it names besides its constants (dev, kernels, heap, fn,
-    messages, Call, LOCK, DevMem, device_array, HeapFull, HEAP_FULL,
-    error_from, Lazy, elsewhere)."""
-    made = caller_source(entry, device_arrays)
-    if made is None:
-        return None
-    src, consts = made
+def _result(entry, exprs: list, device_arrays: bool, consts: dict) -> str:
+    """The expression of the user-facing result over the flat results'
+    expressions: themselves for a scalar, an array of scalars or a tuple of
+    those; otherwise the flat results built into the output format."""
+    ret = entry.ret
+    if _is_leaf(ret):
+        return exprs[0]
+    if isinstance(ret, STuple) and all(_is_leaf(e) for e in ret.elems):
+        return f"({''.join(e + ', ' for e in exprs)})"
+    flat = f"[{', '.join(exprs)}]"
+    if device_arrays:
+        consts["RET"] = ret
+        return f"keeping(RET, {flat}, asarray)"
+    consts["output"] = FlatCall(entry).output
+    return f"output({flat})"
+
+
+class Lazy:
+    """The (pointer, shape, dtype) of the array results, read when iterated
+    (after the host function has filled the out-params)."""
+
+    __slots__ = ("outs", "results")
+
+    def __init__(self, outs, results):
+        self.outs, self.results = outs, results
+
+    def __iter__(self):
+        for (dt, r), o in zip(self.results, self.outs):
+            if r:
+                ptr, shape = o
+                yield ptr[0], tuple([int(d) for d in shape]), dt
+
+
+def elsewhere(v, dev) -> str:
+    """Why a DeviceArray argument of another device is refused."""
+    return (f"a DeviceArray argument lives on the OpenCL device {v.device.name}, "
+            f"this module runs on {dev.name}: pass np.asarray(value) "
+            f"(a copy through the host)")
+
+
+def make_caller(entry, spec: dict, device_arrays: bool, env: dict):
+    """The generated call function of an entry. `env`: what it names
+    besides its constants (dev, kernels, heap, fn, messages, and the
+    runtime's Call, LOCK, DevMem, grow_heap; HEAP_FULL, error_from)."""
+    src, consts = caller_source(entry, spec, device_arrays)
     namespace = dict(env)
     namespace.update(consts)
-    namespace.update(DA=_device_array_class(), ndarray=np.ndarray, is_da=is_device_array,
-                     ascontiguousarray=np.ascontiguousarray, i64=np.int64)
+    namespace.update(DA=DeviceArray, ndarray=np.ndarray, is_da=is_device_array,
+                     ascontiguousarray=np.ascontiguousarray, i64=np.int64, asarray=np.asarray,
+                     device_array=device_array, keeping=output_keeping_arrays, Lazy=Lazy,
+                     elsewhere=elsewhere)
     exec(compile(src, f"<pyshark caller {entry.name}>", "exec"), namespace)
     return namespace["call"]
-
-
-def _device_array_class():
-    from pyshark.wrapper.device_array import DeviceArray
-    return DeviceArray

@@ -5,9 +5,11 @@ names ("P:D", "P", or a substring of "platform / device name"; runtime.py's
 module doc). runtime.device() makes and keeps the Device it picks. A device
 that cannot build is never chosen: asking for it, or for the default when
 no device is usable, raises NoDevice (pyshark.errors.NoDeviceError) naming
-each device, why it is not usable, and what to do."""
+each device, why it is not usable, and what to do. `report()` is the
+list `pyshark setup-opencl` reads from a fresh process (`list_command()`)."""
 from __future__ import annotations
 
+import json
 import os
 from typing import Optional
 
@@ -135,3 +137,37 @@ def choose_device(spec: Optional[str]):
     if at is None:
         raise no_usable_device(plats)
     return plats[at[0]][1][at[1]]
+
+
+def report() -> list:
+    """[{"where": "P:D", "platform", "device", "type", "usable", "reason"}]
+    for every device this process sees (what list_command's child prints)."""
+    import pyopencl as cl
+    plats = platforms()
+    ok = verdicts(plats)
+    out = []
+    for pi, (p, devs) in enumerate(plats):
+        for di, d in enumerate(devs):
+            kind = ("GPU" if d.type & cl.device_type.GPU else
+                    "CPU" if d.type & cl.device_type.CPU else "other")
+            out.append({"where": f"{pi}:{di}", "platform": p.name.strip(),
+                        "device": d.name.strip(), "type": kind,
+                        "usable": ok[(pi, di)].usable, "reason": ok[(pi, di)].reason})
+    return out
+
+
+def list_command() -> list:
+    """The command line of a child process that prints report() as one JSON
+    line {"devices": [...]} (a fresh process sees runtimes installed after
+    this one started: pyshark setup-opencl)."""
+    from .probe import child_command
+    return child_command(module=__name__)
+
+
+def _main(argv: list) -> int:
+    """list_command's child side."""
+    try:
+        print(json.dumps({"devices": report()}), flush=True)
+    except Exception as exc:
+        print(json.dumps({"devices": [], "error": f"{type(exc).__name__}: {exc}"}))
+    return 0

@@ -23,8 +23,8 @@ kernel IR, as Futhark's PyOpenCL backend generates Python host code.
   small buffer is read whole once and served from a host mirror, stores
   into it are sent as one write before the next launch); CopyMem is rt.copy
   (buffer to buffer); Alloc is rt.alloc (None when it fails: the host code
-  then fails with MemoryError and ALLOC_FAIL_MESSAGE, as emit_llvm.py's
-  Alloc fails);
+  then fails with MemoryError and kir.ALLOC_FAIL_MESSAGE, as the cpu
+  backend's Alloc fails);
 - Fail returns rt.fail(code, msg, args): the error of a kernel that failed
   earlier, if any, else this one, in the CPU backend's (code, message
   index, args) protocol; the caller raises it;
@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
-from ..cpu.emit_llvm import ALLOC_FAIL_MESSAGE   # one message text for both backends
+from ..kir import ALLOC_FAIL_MESSAGE   # one message text for every backend
 from . import emit_cl
 
 

@@ -136,12 +136,13 @@ def verdicts(plats: list) -> dict:
     return out
 
 
-def child_command(*args: str) -> list:
-    """The command line that runs this module's _main(args) in a child with
-    this process's own sys.path (-P: not the child's working folder, where a
-    source checkout's pyshark/ would shadow the installed package)."""
+def child_command(*args: str, module: str = __name__) -> list:
+    """The command line that runs `module`'s _main(args) (this module's, or
+    devices.py's listing) in a child with this process's own sys.path (-P:
+    not the child's working folder, where a source checkout's pyshark/
+    would shadow the installed package)."""
     code = (f"import sys; sys.path[:0] = {list(sys.path)!r}; "
-            f"from pyshark.codegen.opencl.probe import _main; sys.exit(_main(sys.argv[1:]))")
+            f"from {module} import _main; sys.exit(_main(sys.argv[1:]))")
     return [sys.executable, "-P", "-c", code, *args]
 
 
@@ -229,36 +230,11 @@ def probe_device(device) -> dict:
     return {"usable": True, "reason": ""}
 
 
-def report() -> list:
-    """[{"where": "P:D", "platform", "device", "type", "usable", "reason"}]
-    for every device this process sees (what `--list` prints as JSON)."""
-    from .devices import platforms, verdicts
-    import pyopencl as cl
-    plats = platforms()
-    ok = verdicts(plats)
-    out = []
-    for pi, (p, devs) in enumerate(plats):
-        for di, d in enumerate(devs):
-            kind = ("GPU" if d.type & cl.device_type.GPU else
-                    "CPU" if d.type & cl.device_type.CPU else "other")
-            out.append({"where": f"{pi}:{di}", "platform": p.name.strip(),
-                        "device": d.name.strip(), "type": kind,
-                        "usable": ok[(pi, di)].usable, "reason": ok[(pi, di)].reason})
-    return out
-
-
 def _main(argv: list) -> int:
-    """Child side: probe device P:D if it still has fingerprint KEY; with
-    `--list`, every device and its verdict as one JSON line."""
+    """Child side: probe device P:D if it still has fingerprint KEY."""
     from . import icd
     icd.prepare()
     import pyopencl as cl
-    if argv[:1] == ["--list"]:
-        try:
-            print(json.dumps({"devices": report()}), flush=True)
-        except Exception as exc:
-            print(json.dumps({"devices": [], "error": f"{type(exc).__name__}: {exc}"}))
-        return 0
     where, key = argv[0], argv[1]
     pi, di = (int(x) for x in where.split(":"))
     try:

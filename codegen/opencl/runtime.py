@@ -392,13 +392,18 @@ class Device:
             self.passed()
         return out
 
-    def read_locked(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype,
-                    doing: str) -> np.ndarray:
+    # -- the device-array interface (wrapper/device_interface.ArrayDevice) ---------
+
+    def read_array(self, mem: DevMem, off: int, shape: tuple, dtype: np.dtype) -> np.ndarray:
         """read() under the process lock, a driver failure raised as a
-        DeviceError that says what was being done (DeviceArray.get), so
-        that wrapper/device_array.py needs nothing of this module."""
-        with LOCK, device_errors(self.name, doing):
+        DeviceError (DeviceArray.get)."""
+        with LOCK, device_errors(self.name, "copying a DeviceArray to the host"):
             return self.read(mem, off, shape, dtype)
+
+    def adopt(self, mem: DevMem) -> None:
+        """A block that backs DeviceArrays: DevMem.__del__ queues it for
+        this device's pool (drained under the lock by the next call)."""
+        mem.home = self
 
     def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool,
                  heap: bool = False) -> "_Launcher":
@@ -448,7 +453,7 @@ class Call:
     def __init__(self, dev: Device, kernels: list, heap: dict | None = None):
         self.dev = dev
         # {"stride": bytes}: the work-item heap of kernels that allocate,
-        # shared by the calls of one module (grown by HeapFull, kept)
+        # shared by the calls of one module (grown by grow_heap, kept)
         self.heap = heap if heap is not None else {"stride": HEAP_STRIDE}
         self.cl = dev.cl
         self.queue = dev.queue
@@ -784,16 +789,9 @@ class Call:
         return p, np.uint64(stride)
 
 
-class HeapFull(Exception):
-    """A work-item's heap was too small (emit_cl.HEAP_FULL): `needed` bytes."""
-
-    def __init__(self, needed: int):
-        super().__init__(needed)
-        self.needed = needed
-
-
 def grow_heap(heap: dict, needed: int, dev: "Device") -> None:
-    """The next stride after a HeapFull: at least twice the old one and
+    """The next stride after a HEAP_FULL error (emit_cl.py: a work-item
+    needed `needed` bytes): at least twice the old one and
     twice what the work-item needed, in 4 KiB steps; MemoryError past what
     one buffer may hold."""
     new = max(2 * heap["stride"], -(-2 * needed // 4096) * 4096)
@@ -810,14 +808,6 @@ def _kind(dt: np.dtype) -> str:
     raise TypeError(f"no kernel type for {dt}")
 
 
-def device_array(dev: Device, mem: DevMem, off: int, shape: tuple, dtype: np.dtype):
-    """A DeviceArray over (mem, off) whose block returns to the pool when the
-    last DeviceArray over it dies."""
-    from pyshark.wrapper.device_array import DeviceArray
-    mem.home = dev
-    return DeviceArray._make(dev, mem, off, shape, dtype)
-
-
 __all__ = ["device", "available", "platforms", "default_index", "release_held", "Device",
-           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK", "device_array", "HeapFull",
+           "DevMem", "Call", "NoDevice", "KernelFailure", "LOCK",
            "grow_heap", "HEAP_STRIDE"]

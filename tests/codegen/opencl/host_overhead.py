@@ -1,6 +1,8 @@
 """Host overhead of the opencl backend (not a test): the time of one call of
-a scalar entry, saxpy on 16 elements, sum and prefix sum on 2^20 f32, and
-chained saxpy on device arrays, as the median of many calls.
+a scalar entry, saxpy on 16 elements, sum and prefix sum on 2^20 f32,
+chained saxpy on device arrays, the tiny calls of the call-path work (2^10
+elements; a tuple parameter), and the host Python alone (launches stubbed
+out), as the best of repeated runs of many calls.
 
     python tests/codegen/opencl/host_overhead.py [--device SPEC]
 
@@ -36,6 +38,10 @@ SOURCE = textwrap.dedent('''
     @ps.entry
     def prefix(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
         return ps.scan(lambda p, q: p + q, ps.f32(0.0), xs)
+
+    @ps.entry
+    def affine(v: tuple[ps.f32, ps.f32], xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+        return ps.map(lambda x: v[0] * x + v[1], xs)
 ''')
 
 
@@ -48,6 +54,40 @@ def per_call(fn, n: int, repeats: int = 5) -> float:
             fn()
         best.append((time.perf_counter() - t) / n)
     return min(best) * 1e6
+
+
+def tiny_calls(w, wd) -> list:
+    """The rows of the call-path work (docs/opencl-backend.md, "The call
+    path"): calls of 2^10 elements, where the host's Python is most of the
+    time, then the same with every launch stubbed out (the host Python
+    alone: steady even where the device shares the host's cores)."""
+    from pyshark.codegen.opencl import runtime
+    queue = runtime.device().queue
+    x = np.arange(1 << 10, dtype=np.float32)
+    a, v = np.float32(2.0), (np.float32(2.0), np.float32(1.0))
+    d = wd.saxpy(a, x, x)
+
+    def saxpy_finish():
+        wd.saxpy(a, d, d)
+        queue.finish()
+
+    def affine_finish():
+        wd.affine(v, d)
+        queue.finish()
+    rows = [("device arrays: saxpy 2^10 + finish", per_call(saxpy_finish, 2000)),
+            ("sum, 2^10 f32 -> scalar", per_call(lambda: w.total(x), 1000)),
+            ("device arrays: sum 2^10 -> scalar", per_call(lambda: wd.total(d), 1000)),
+            ("device arrays: affine(tuple) 2^10", per_call(affine_finish, 2000))]
+    launch = runtime.Call.launch
+    runtime.Call.launch = lambda self, k, count, args: None
+    try:
+        rows += [("  launch stubbed: saxpy 2^10 (dev)", per_call(lambda: wd.saxpy(a, d, d), 5000)),
+                 ("  launch stubbed: sum 2^10 (dev)", per_call(lambda: wd.total(d), 2000)),
+                 ("  launch stubbed: sum 2^10 (numpy)", per_call(lambda: w.total(x), 2000)),
+                 ("  launch stubbed: affine 2^10 (dev)", per_call(lambda: wd.affine(v, d), 5000))]
+    finally:
+        runtime.Call.launch = launch
+    return rows
 
 
 def main(argv=None) -> int:
@@ -79,6 +119,7 @@ def main(argv=None) -> int:
                  ("device arrays: saxpy, 2^20 f32",
                   per_call(lambda: wd.saxpy(a, dbig, dbig).get(), 20)),
                  ("device arrays: sum, 2^20 f32", per_call(lambda: wd.total(dbig), 20))]
+        rows += tiny_calls(w, wd)
     from pyshark.codegen.opencl import runtime
     print(f"device: {w._backend.device().name if hasattr(w._backend, 'device') else runtime.device().name}")
     for name, us in rows:

@@ -220,3 +220,54 @@ def test_names_that_look_like_derived_names(tmp_path):
     w = wrapper(src, tmp_path / "c")
     assert w.f(np.arange(3, dtype=np.int64), 10, 100, True, 1000).tolist() == [1110, 1111, 1112]
     assert w.f(np.arange(3, dtype=np.int64), 10, 100, False, 1000).tolist() == [0, 1, 2]
+
+
+def test_every_entry_takes_the_generated_call_path(tmp_path):
+    """One call path (caller.py): entries over records, tuples and arrays of
+    records are generated callers too, flattening their arguments and
+    building their results, and agree with Python mode; with device arrays
+    an array of records stays on the device."""
+    from pyshark import DeviceStructArray
+    from pyshark.codegen.opencl.caller import caller_source
+    src = module(tmp_path, """
+        from typing import NamedTuple
+
+        class P(NamedTuple):
+            x: ps.f32
+            k: ps.i64
+
+        @ps.entry
+        def shift(p: P, d: tuple[ps.f32, ps.i64], xs: ps.Array[ps.f32]) -> ps.Array[P]:
+            return ps.map(lambda x: P(x=x * p.x + d[0], k=p.k + d[1]), xs)
+
+        @ps.entry
+        def split(qs: ps.Array[P]) -> tuple[P, tuple[ps.Array[ps.f32], ps.i64]]:
+            return qs[0], (ps.map(lambda q: q.x, qs), ps.sum(ps.map(lambda q: q.k, qs)))
+    """)
+    w = wrapper(src, tmp_path / "c")
+    py = Wrapper("python").add_source_file(src).compile_and_load()
+    (mod, _), = [w._entries["shift"]]
+    assert sorted(mod.callers) == ["shift", "split"]
+    assert all(c.__code__.co_filename.startswith("<pyshark caller ")
+               for c in mod.callers.values())
+    text, _ = caller_source(mod.entries["shift"], {"params": [["f32", 0], ["i64", 0],
+                                                              ["f32", 0], ["i64", 0],
+                                                              ["f32", 1]],
+                                                   "results": [["f32", 1], ["i64", 1]]}, False)
+    assert "= flat_args(canon)" in text and "return output([" in text
+    xs = np.linspace(0, 1, 7, dtype=np.float32)
+    p, d = (np.float32(2.0), 3), (np.float32(0.5), np.int64(-1))
+    got, want = w.shift(p, d, xs), py.shift(p, d, xs)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype.names == ("x", "k")
+    g, h = w.split(want), py.split(want)
+    assert g[0] == h[0] and type(g[0]).__name__ == "P"
+    np.testing.assert_array_equal(g[1][0], h[1][0])
+    assert g[1][1] == h[1][1] and type(g[1][1]) is np.int64
+    dw = wrapper(src, tmp_path / "c", device_arrays=True)
+    r = dw.shift(p, d, xs)
+    assert isinstance(r, DeviceStructArray)
+    np.testing.assert_array_equal(r.get(), want)
+    g = dw.split(r)
+    assert g[0] == h[0] and g[1][1] == h[1][1]
+    np.testing.assert_array_equal(g[1][0].get(), h[1][0])

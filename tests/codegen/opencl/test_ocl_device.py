@@ -118,6 +118,27 @@ def test_results_are_device_arrays(dw):
         DeviceArray()
 
 
+def test_the_runtime_is_what_device_arrays_need(dw):
+    """runtime.Device implements wrapper/device_interface.ArrayDevice: a
+    result's block is adopted (it returns to the pool's graveyard when the
+    last array over it dies) and read through read_array."""
+    from pyshark.codegen.opencl import runtime
+    from pyshark.wrapper.device_interface import ArrayDevice, is_device_array
+    xs = np.arange(6, dtype=np.float32)
+    d = dw.saxpy(2.0, xs, xs)
+    dev = d.device
+    assert isinstance(dev, ArrayDevice) and isinstance(dev, runtime.Device)
+    assert is_device_array(d) and not is_device_array(xs)
+    assert d._mem.home is dev
+    np.testing.assert_array_equal(dev.read_array(d._mem, d._off, (2, 3), d.dtype),
+                                  (3 * xs).reshape(2, 3))
+    buf = d._mem.buf
+    with runtime.LOCK:          # no call drains the graveyard meanwhile
+        del d
+        gc.collect()
+        assert any(b is buf for b in dev.graveyard)
+
+
 def test_chained_calls_take_device_arrays(dw, hw):
     xs = np.linspace(-1, 1, 1000, dtype=np.float32)
     d = xs

@@ -152,6 +152,22 @@ def test_verdicts_are_cached_per_device_and_driver(tmp_path):
 
 
 @pytest.mark.skipif("opencl" not in available_backends(), reason="no usable OpenCL device")
+def test_setup_opencl_reads_the_devices_from_a_fresh_process():
+    """`pyshark setup-opencl` judges a runtime it just installed by what a
+    child process lists (devices.list_command): the devices this process
+    sees, with the same verdicts."""
+    from pyshark.codegen.opencl import devices, runtime
+    from pyshark.setup_opencl import list_devices
+    listed = list_devices()
+    assert listed == devices.report()
+    dev = runtime.device().dev
+    mine = (dev.platform.name.strip(), dev.name.strip())
+    assert any(d["usable"] and (d["platform"], d["device"]) == mine for d in listed)
+    assert all(set(d) == {"where", "platform", "device", "type", "usable", "reason"}
+               for d in listed)
+
+
+@pytest.mark.skipif("opencl" not in available_backends(), reason="no usable OpenCL device")
 def test_a_build_failure_is_a_device_build_error_with_the_log():
     from pyshark.codegen.opencl import runtime
     from pyshark.errors import DeviceBuildError, DeviceError
