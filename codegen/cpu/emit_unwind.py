@@ -46,13 +46,7 @@ from llvmlite import ir
 
 from .. import kir as K
 from .llvm_types import CTX_CODE, CTX_SIGINT, streaming_fence
-
-_I1 = ir.IntType(1)
-_I8 = ir.IntType(8)
-_I32 = ir.IntType(32)
-_I64 = ir.IntType(64)
-_PTR = ir.PointerType()
-_VOID = ir.VoidType()
+from .llvm_types import I1 as _I1, I8 as _I8, I32 as _I32, I64 as _I64, PTR as _PTR, VOID as _VOID
 
 INTERRUPT_MESSAGE = "interrupted by SIGINT (Ctrl-C)"
 POLL_STRIDE = 4096          # iterations of a loop-free host loop between polls

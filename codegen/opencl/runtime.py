@@ -68,11 +68,12 @@ interrupted call returned to the pool are reused only after its kernels).
 So that the device is never far behind, a call waits for its launch
 AHEAD back once 2 * AHEAD of its launches are unfinished. The interrupted
 call's error buffer is cleared behind its kernels without waiting
-(Call.release), and nothing waits for its transfers. On a GPU, transfers
-that must finish are blocking copies instead (Device.copy_and_wait: NVIDIA's
-driver takes 9-15 us more per call for a non-blocking copy and an event
-wait), so there Ctrl-C is heard between launches and at the AHEAD throttle,
-and a call's final download waits for its kernels.
+(Call.release), and nothing waits for its transfers. On NVIDIA's driver
+(an H200) a non-blocking copy and an event wait cost 9-15 us more per call
+than a blocking copy; with blocking copies on a GPU (Device.interruptible
+False) Ctrl-C of a loop of launches took 24 s there in one run (3.3-8.8 s
+with these waits), so the waits stay interruptible everywhere until that
+is understood (docs/opencl-backend.md, "Ctrl-C").
 """
 from __future__ import annotations
 
@@ -201,9 +202,9 @@ class Device:
         self.name = f"{dev.platform.name} / {dev.name}"
         self.queue = cl.CommandQueue(self.ctx)
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
-        # waits that Ctrl-C can leave (waits.py) on CPU devices; a GPU's
-        # transfers block in the driver (see "Ctrl-C" above)
-        self.interruptible = not dev.type & cl.device_type.GPU
+        # waits that Ctrl-C can leave (waits.py); see "Ctrl-C" above for why
+        # a GPU keeps them too although they cost it some microseconds a call
+        self.interruptible = True
         env = os.environ.get("PYSHARK_OPENCL_NTHREADS")
         self.nthreads = np.int64(int(env) if env else max(1, dev.max_compute_units) * 64)
         self.wg = max(1, min(_MAX_WG, dev.max_work_group_size))
@@ -363,10 +364,7 @@ class Device:
 
     def copy_and_wait(self, dest, src, **kw) -> None:
         """enqueue_copy(dest, src) and wait for it: through waits.wait, which
-        Ctrl-C can leave, on a CPU device; a blocking copy on a GPU, where a
-        non-blocking copy and an event wait cost 9-15 us more per call on
-        NVIDIA's driver (an H200: saxpy of 16 f32 59 -> 50 us, a sum of 2^20
-        on device arrays 55 -> 40 us)."""
+        Ctrl-C can leave (interruptible), else as a blocking copy."""
         if self.interruptible:
             wait(self, self.cl.enqueue_copy(self.queue, dest, src, is_blocking=False, **kw))
         else:

@@ -77,7 +77,8 @@ ok = checks() == before
 from pyshark.codegen.opencl import runtime
 print(json.dumps({"name": "wait", "after": after, "checks": ok,
                   "next": round(time.perf_counter() - t0, 3),
-                  "interruptible": runtime.device().interruptible}), flush=True)
+                  "gpu": bool(runtime.device().dev.type & runtime.device().cl.device_type.GPU)}),
+      flush=True)
 # a host loop of launches that would never end
 ys = np.linspace(0.0, 1.0, 1 << 16).astype(np.float32)
 after = interrupted(lambda: w.steps(ys, 1 << 40))
@@ -97,12 +98,8 @@ def test_sigint_stops_waits_and_launches_and_the_queue_still_works(tmp_path):
     rows = {row["name"]: row for row in map(json.loads, r.stdout.splitlines())}
     assert rows["wait"]["checks"] and rows["launches"]["checks"], rows
     assert rows["launches"]["after"] != "finished", rows
-    if rows["wait"]["interruptible"]:
-        # a CPU device: the wait ended long before the 4 s kernel did (generous bounds)
-        assert rows["wait"]["after"] != "finished" and rows["wait"]["after"] < 1.5, rows
-        assert rows["launches"]["after"] < 3.0, rows
-    else:
-        # a GPU: the call's download blocks until its kernel ends (runtime.py,
-        # "Ctrl-C"), and KeyboardInterrupt comes right after (3.3 s measured for
-        # the launch loop on an H200)
-        assert rows["launches"]["after"] < 10.0, rows
+    # the wait ended long before the 4 s kernel did (generous bounds)
+    assert rows["wait"]["after"] != "finished" and rows["wait"]["after"] < 1.5, rows
+    # a loop of launches: 0.1-0.3 s on PoCL; 3.3-8.8 s measured on an H200, where
+    # the loop queues launches faster than they retire (an open item, opencl-backend.md)
+    assert rows["launches"]["after"] < (30.0 if rows["wait"]["gpu"] else 3.0), rows
