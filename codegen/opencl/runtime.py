@@ -85,6 +85,7 @@ from typing import Optional
 import numpy as np
 
 from .devices import NoDevice, choose_device, default_index, platforms  # noqa: F401 (re-exported)
+from . import profile as _profile
 from .failures import device_errors
 from .waits import wait
 
@@ -200,7 +201,11 @@ class Device:
         self.dev = dev
         self.ctx = cl.Context([dev])
         self.name = f"{dev.platform.name} / {dev.name}"
-        self.queue = cl.CommandQueue(self.ctx)
+        # PYSHARK_OPENCL_PROFILE=1: time every launch (profile.py prints the table at exit)
+        self.profile = _profile.enabled()
+        self.queue = (cl.CommandQueue(self.ctx, properties=cl.command_queue_properties
+                                      .PROFILING_ENABLE) if self.profile
+                      else cl.CommandQueue(self.ctx))
         self.pool = cl_tools.MemoryPool(cl_tools.ImmediateAllocator(self.queue))
         # waits that Ctrl-C can leave (waits.py); see "Ctrl-C" above for why
         # a GPU keeps them too although they cost it some microseconds a call
@@ -758,6 +763,8 @@ class Call:
         wg = lk.wg
         launched = self.dev.launched
         launched.append(lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args))
+        if self.dev.profile:
+            _profile.record(lk.knl, n, launched[-1])
         if len(launched) >= 2 * AHEAD:
             wait(self.dev, launched[AHEAD - 1])
             del launched[:AHEAD]
