@@ -211,7 +211,7 @@ class OpenCLBackend(Backend):
                             f"kernel {kname} needs work-groups of {group}, more than the "
                             f"OpenCL device {dev.name} runs it with")
                     wg = group
-                kernels.append((knl, wg, tuple(kinds), can_fail, heap))
+                kernels.append((knl, wg, tuple(kinds), can_fail, heap, group is None))
         namespace: dict = {"__name__": f"pyshark_opencl_host_{abi['host_sha256'][:12]}"}
         exec(compile(py_source, str(directory / files["host"]), "exec"), namespace)
         return OpenCLModule(dev, namespace, kernels, abi["entries"], abi["messages"],

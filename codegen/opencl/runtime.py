@@ -213,6 +213,11 @@ class Device:
         env = os.environ.get("PYSHARK_OPENCL_NTHREADS")
         self.nthreads = np.int64(int(env) if env else max(1, dev.max_compute_units) * 64)
         self.wg = max(1, min(_MAX_WG, dev.max_work_group_size))
+        self.compute_units = max(1, int(dev.max_compute_units))
+        # the smallest work-group narrow_group makes (a tuning knob; the
+        # default 8 was measured on the H200, docs/opencl-backend.md)
+        env = os.environ.get("PYSHARK_OPENCL_MIN_GROUP")
+        self.min_group = max(1, int(env)) if env else 8
         self.max_alloc = int(dev.max_mem_alloc_size)
         # the most one launch's work-item heaps may take (emit_cl.heap_alloc)
         self.heap_budget = min(self.max_alloc, max(64 << 20, int(dev.global_mem_size) // 4))
@@ -409,23 +414,43 @@ class Device:
         mem.home = self
 
     def launcher(self, knl, wg: int, kinds: tuple, can_fail: bool,
-                 heap: bool = False) -> "_Launcher":
-        key = (id(knl), wg, kinds, can_fail, heap)
+                 heap: bool = False, free: bool = False) -> "_Launcher":
+        key = (id(knl), wg, kinds, can_fail, heap, free)
         found = self.launchers.get(key)
         if found is None:
-            found = self.launchers[key] = _Launcher(self, knl, wg, kinds, can_fail, heap)
+            found = self.launchers[key] = _Launcher(self, knl, wg, kinds, can_fail, heap, free)
         return found
+
+
+def narrow_group(wg: int, n: int, units: int, least: int) -> int:
+    """The work-group size for n work-items of a kernel that may take any:
+    halve wg (not below `least`, Device.min_group) while the groups would
+    not cover half of the `units` compute units. On a GPU a work-group runs on one compute unit,
+    so LocVolCalib's 512 tridiagonal solves in groups of 256 ran on 2 of the
+    H200's 132 SMs, each SM's load/store units serialising the work-items'
+    scattered reads; groups of 8 spread them over 64 (4096 solves stay in
+    groups of 32, on 128 SMs: half-empty warps on every SM were slower).
+    Measured on the H200: docs/opencl-backend.md, "Work-group sizes"."""
+    while wg // 2 >= least and 2 * -(-n // wg) < units:
+        wg //= 2
+    return wg
 
 
 class _Launcher:
     """One kernel, its scalar argument types set once (pyopencl then packs
     the arguments and enqueues in one call, a few microseconds)."""
-    __slots__ = ("knl", "wg", "kinds", "can_fail", "ptrs", "conv", "err", "queue", "heap")
+    __slots__ = ("knl", "wg", "kinds", "can_fail", "ptrs", "conv", "err", "queue", "heap",
+                 "narrow_below")
 
     def __init__(self, dev: Device, knl, wg: int, kinds: tuple, can_fail: bool,
-                 heap: bool = False):
+                 heap: bool = False, free: bool = False):
         self.knl, self.wg, self.kinds, self.can_fail = knl, wg, kinds, can_fail
         self.heap = heap
+        # A kernel free to take any work-group size (one work-item per
+        # element, no reqd_work_group_size) launched over fewer than
+        # `narrow_below` work-items gets smaller groups (narrow_group), so
+        # that they reach every compute unit.
+        self.narrow_below = wg * dev.compute_units if free else 0
         dtypes = [np.int64, None] + ([None, np.uint64] if heap else [])
         conv = []
         for kind in kinds:
@@ -760,7 +785,8 @@ class Call:
                 cl_args.append(off)
             else:
                 cl_args.append(a if c is None else c(a))
-        wg = lk.wg
+        wg = lk.wg if n >= lk.narrow_below else narrow_group(lk.wg, n, self.dev.compute_units,
+                                                                        self.dev.min_group)
         launched = self.dev.launched
         launched.append(lk.knl(lk.queue, (-(-n // wg) * wg,), (wg,), *cl_args))
         if self.dev.profile:

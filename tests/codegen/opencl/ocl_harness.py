@@ -57,7 +57,7 @@ class Built:
         self.kernels = []
         if meta:
             built = self.dev.program(self.host.cl_source, [k[0] for k in meta])
-            self.kernels = [(knl, group or wg, tuple(kinds), can_fail, heap)
+            self.kernels = [(knl, group or wg, tuple(kinds), can_fail, heap, group is None)
                             for (knl, wg), (_, kinds, can_fail, group, heap) in zip(built, meta)]
         self.ns: dict = {}
         exec(compile(self.host.py_source, f"<host{next(_counter)}>", "exec"), self.ns)

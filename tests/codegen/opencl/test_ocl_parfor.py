@@ -273,3 +273,46 @@ def test_expanded_blocks_used_only_through_loads_and_stores_are_interleaved():
             o = np.full(300, -1, np.int64)
             assert b.call("f", o, np.int64(count)) is None
             assert o[:count].tolist() == [2 * x for x in range(count)]
+
+
+def test_expanded_blocks_reached_through_aliases():
+    """expand.py: a copy that a loop carries under other names (`bb = tmp`,
+    then `nb = bb; bb = nb` per iteration, as an inlined tridiagonal solve's
+    ps.copy is) and that is freed through an alias is one block: expanded
+    and interleaved, its CopyMem an element loop; a second allocation whose
+    alias chain starts elsewhere is not taken for it. Same values, nothing
+    left allocated, no work-item heap."""
+    from pyshark.codegen.kir_passes.expand import expand_allocations
+    out, src, tmp, bb, nb = (v("out", P(I64)), v("src", P(I64)), v("tmp", P(I64)),
+                             v("bb", P(I64)), v("nb", P(I64)))
+    k, m3 = v("k", I64), v("m3", I64)
+    body = K.Block((
+        K.Alloc(tmp, m3),
+        K.CopyMem(tmp, src, m3),                        # tmp[e] = src[e]
+        K.Set(bb, tmp),
+        K.For(k, I1, m3, K.Block((                      # bb[k] += bb[k-1] * i
+            K.Store(bb, k, K.Bin("add", K.Load(bb, k),
+                                 K.Bin("mul", K.Load(bb, K.Bin("sub", k, I1)), i))),
+            K.Set(nb, bb), K.Set(bb, nb),
+        ))),
+        K.Store(out, i, K.Load(bb, K.Bin("sub", m3, I1))),
+        K.Free(bb),
+    ))
+    mod = K.Module([K.Function("f", (out, src, m3, n), K.Block((K.ParFor(i, n, body),)))])
+    (p,) = [s for s in K.walk_stms(expand_allocations(mod).functions[0].body)
+            if isinstance(s, K.ParFor)]
+    assert not any(isinstance(s, (K.Alloc, K.Free, K.CopyMem)) for s in K.walk_stms(p.body))
+    b = build(mod)
+    assert not b.host.kernels[0].heap
+    s = np.array([1, 2, 3, 4], np.int64)
+    for count in (0, 1, 7, 300):
+        o = np.full(300, -1, np.int64)
+        assert b.call("f", o, s, np.int64(4), np.int64(count)) is None
+        want = []
+        for x in range(count):
+            acc = s.copy()
+            for q in range(1, 4):
+                acc[q] += acc[q - 1] * x
+            want.append(int(acc[3]))
+        assert o[:count].tolist() == want
+        assert b.live_after_call == 0
