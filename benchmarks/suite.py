@@ -187,6 +187,15 @@ BENCHMARKS = [
                             f32(0.2), f32(0.6), f32(0.5)),
               rtol=1e-4, atol=1e-6,
               about="FinPar; sizes are outer, numX, numY, numT (small and medium as FinPar's)"),
+    # issue 17: programs in their original authors' shapes (benchmarks/programs/*, docstrings)
+    Benchmark("hotspot_rodinia", "hotspot_rodinia", "hotspot_rodinia",
+              {"tiny": {"n": 16, "iter": 4}, "small": {"n": 512, "iter": 20},
+               "medium": {"n": 1024, "iter": 100}, "large": {"n": 4096, "iter": 100}},
+              lambda p, r: (p["iter"], f32(323.0) + f32(20.0) * _uniform(r, (p["n"], p["n"])),
+                            f32(1e-3) * _uniform(r, (p["n"], p["n"]))),
+              nbytes=lambda p: 12 * p["n"] ** 2 * p["iter"],
+              flops=lambda p, out: 15 * p["n"] ** 2 * p["iter"], rtol=1e-5, atol=1e-3,
+              about="Rodinia's hotspot with its corner/edge/interior chain per cell"),
 ]
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
