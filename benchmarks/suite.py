@@ -196,6 +196,17 @@ BENCHMARKS = [
               nbytes=lambda p: 12 * p["n"] ** 2 * p["iter"],
               flops=lambda p, out: 15 * p["n"] ** 2 * p["iter"], rtol=1e-5, atol=1e-3,
               about="Rodinia's hotspot with its corner/edge/interior chain per cell"),
+    Benchmark("srad", "srad", "srad",
+              {"tiny": {"rows": 16, "cols": 12, "niter": 4},
+               "small": {"rows": 502, "cols": 458, "niter": 100},
+               "medium": {"rows": 1024, "cols": 1024, "niter": 100},
+               "large": {"rows": 4096, "cols": 4096, "niter": 100}},
+              lambda p, r: (p["niter"], f32(0.5),
+                            r.integers(0, 256, (p["rows"], p["cols"]), dtype=np.uint8)),
+              nbytes=lambda p: 44 * p["rows"] * p["cols"] * p["niter"],
+              flops=lambda p, out: 40 * p["rows"] * p["cols"] * p["niter"],
+              rtol=1e-4, atol=1e-3,
+              about="Rodinia's SRAD: two reductions and two stencil map nests per iteration, u8 image"),
 ]
 
 BY_NAME = {b.name: b for b in BENCHMARKS}

@@ -8,7 +8,7 @@ every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia"]
+__all__ = ["hotspot_rodinia", "srad"]
 
 import numpy as np
 from numba import njit, prange
@@ -53,3 +53,71 @@ def _hotspot_rodinia(iterations, temp, power, cap_1, rx_1, ry_1, rz_1):
 def hotspot_rodinia(num_iterations, temp, power):
     cap, rx, ry, rz, step = hotspot_rodinia_coefficients(*temp.shape)
     return _hotspot_rodinia(num_iterations, temp, power, step / cap, ONE / rx, ONE / ry, ONE / rz)
+
+
+SIXTEENTH = np.float32(1.0 / 16.0)
+QUARTER = np.float32(0.25)
+F255 = np.float32(255.0)
+
+
+@njit(inline="always")
+def _srad_pixel(jc, n, s, w, e, q0sqr):
+    dn, ds, dw, de = n - jc, s - jc, w - jc, e - jc
+    g2 = (dn * dn + ds * ds + dw * dw + de * de) / (jc * jc)
+    l = (dn + ds + dw + de) / jc
+    num = (HALF * g2) - (SIXTEENTH * (l * l))
+    den = ONE + QUARTER * l
+    qsqr = num / (den * den)
+    den = (qsqr - q0sqr) / (q0sqr * (ONE + q0sqr))
+    c = min(max(ONE / (ONE + den), ZERO), ONE)
+    return dn, ds, dw, de, c
+
+
+@njit(parallel=True)
+def srad(niter, lam, image):
+    """Rodinia's srad_v1 OpenMP loops: rows in parallel, edge columns peeled."""
+    rows, cols = image.shape
+    img = np.empty((rows, cols), np.float32)
+    for i in prange(rows):
+        for j in range(cols):
+            img[i, j] = np.exp(np.float32(image[i, j]) / F255)
+    dn, ds = np.empty_like(img), np.empty_like(img)
+    dw, de = np.empty_like(img), np.empty_like(img)
+    c = np.empty_like(img)
+    ne_roi = np.float32(rows * cols)
+    for _ in range(niter):
+        total = ZERO
+        total2 = ZERO
+        for i in prange(rows):
+            for j in range(cols):
+                v = img[i, j]
+                total += v
+                total2 += v * v
+        mean_roi = total / ne_roi
+        var_roi = (total2 / ne_roi) - mean_roi * mean_roi
+        q0sqr = var_roi / (mean_roi * mean_roi)
+        for i in prange(rows):
+            i_n, i_s = max(i - 1, 0), min(i + 1, rows - 1)
+            dn[i, 0], ds[i, 0], dw[i, 0], de[i, 0], c[i, 0] = _srad_pixel(
+                img[i, 0], img[i_n, 0], img[i_s, 0], img[i, 0], img[i, min(1, cols - 1)], q0sqr)
+            for j in range(1, cols - 1):
+                dn[i, j], ds[i, j], dw[i, j], de[i, j], c[i, j] = _srad_pixel(
+                    img[i, j], img[i_n, j], img[i_s, j], img[i, j - 1], img[i, j + 1], q0sqr)
+            if cols > 1:
+                j = cols - 1
+                dn[i, j], ds[i, j], dw[i, j], de[i, j], c[i, j] = _srad_pixel(
+                    img[i, j], img[i_n, j], img[i_s, j], img[i, j - 1], img[i, j], q0sqr)
+        scale = QUARTER * lam
+        for i in prange(rows):
+            i_s = min(i + 1, rows - 1)
+            for j in range(cols - 1):
+                img[i, j] = img[i, j] + scale * (c[i, j] * dn[i, j] + c[i_s, j] * ds[i, j]
+                                                 + c[i, j] * dw[i, j] + c[i, j + 1] * de[i, j])
+            j = cols - 1
+            img[i, j] = img[i, j] + scale * (c[i, j] * dn[i, j] + c[i_s, j] * ds[i, j]
+                                             + c[i, j] * dw[i, j] + c[i, j] * de[i, j])
+    out = np.empty_like(img)
+    for i in prange(rows):
+        for j in range(cols):
+            out[i, j] = np.log(img[i, j]) * F255
+    return out

@@ -6,7 +6,7 @@ wherever it matters). numpy_peers re-exports every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia"]
+__all__ = ["hotspot_rodinia", "srad"]
 
 import numpy as np
 
@@ -30,3 +30,30 @@ def hotspot_rodinia(num_iterations, temp, power):
         dy[-1] = temp[-2] - temp[-1]
         temp = temp + step_cap * (power + (dx / rx + dy / ry) + (HOTSPOT.amb_temp - temp) / rz)
     return temp
+
+
+def srad(niter, lam, image):
+    """Rodinia's srad_v1 over whole arrays; a missing neighbour is the pixel itself (difference 0)."""
+    img = np.exp(image.astype(f32) / f32(255.0))
+    ne_roi = f32(img.size)
+    dn, ds, dw, de = (np.zeros_like(img) for _ in range(4))
+    c_s, c_e = np.empty_like(img), np.empty_like(img)
+    for _ in range(niter):
+        mean_roi = img.sum() / ne_roi
+        var_roi = (np.square(img).sum() / ne_roi) - mean_roi * mean_roi
+        q0sqr = var_roi / (mean_roi * mean_roi)
+        dn[1:] = img[:-1] - img[1:]
+        ds[:-1] = img[1:] - img[:-1]
+        dw[:, 1:] = img[:, :-1] - img[:, 1:]
+        de[:, :-1] = img[:, 1:] - img[:, :-1]
+        g2 = (dn * dn + ds * ds + dw * dw + de * de) / (img * img)
+        l = (dn + ds + dw + de) / img
+        num = (0.5 * g2) - ((1.0 / 16.0) * (l * l))
+        den = 1.0 + 0.25 * l
+        qsqr = num / (den * den)
+        den = (qsqr - q0sqr) / (q0sqr * (1.0 + q0sqr))
+        c = np.clip(1.0 / (1.0 + den), f32(0.0), f32(1.0))
+        c_s[:-1], c_s[-1] = c[1:], c[-1]
+        c_e[:, :-1], c_e[:, -1] = c[:, 1:], c[:, -1]
+        img = img + 0.25 * lam * (c * dn + c_s * ds + c * dw + c_e * de)
+    return np.log(img) * f32(255.0)
