@@ -205,7 +205,9 @@ BENCHMARKS = [
                             r.integers(0, 256, (p["rows"], p["cols"]), dtype=np.uint8)),
               nbytes=lambda p: 44 * p["rows"] * p["cols"] * p["niter"],
               flops=lambda p, out: 40 * p["rows"] * p["cols"] * p["niter"],
-              rtol=1e-4, atol=1e-3,
+              # var_roi = E[x^2] - mean^2 cancels, so f32 sums in another order move q0sqr,
+              # and 100 iterations carry it: NumPy's result is 3e-4 (relative) from float64's
+              rtol=2e-3, atol=1e-2,
               about="Rodinia's SRAD: two reductions and two stencil map nests per iteration, u8 image"),
 ]
 

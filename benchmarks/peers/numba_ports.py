@@ -84,17 +84,20 @@ def srad(niter, lam, image):
     dn, ds = np.empty_like(img), np.empty_like(img)
     dw, de = np.empty_like(img), np.empty_like(img)
     c = np.empty_like(img)
+    row_sums, row_sums2 = np.empty(rows, np.float32), np.empty(rows, np.float32)
     ne_roi = np.float32(rows * cols)
     for _ in range(niter):
-        total = ZERO
-        total2 = ZERO
-        for i in prange(rows):
+        for i in prange(rows):            # per-row partial sums: var_roi cancels, so a
+            s = ZERO                      # single f32 chain over the image is too inexact
+            s2 = ZERO
             for j in range(cols):
                 v = img[i, j]
-                total += v
-                total2 += v * v
-        mean_roi = total / ne_roi
-        var_roi = (total2 / ne_roi) - mean_roi * mean_roi
+                s += v
+                s2 += v * v
+            row_sums[i] = s
+            row_sums2[i] = s2
+        mean_roi = row_sums.sum() / ne_roi
+        var_roi = (row_sums2.sum() / ne_roi) - mean_roi * mean_roi
         q0sqr = var_roi / (mean_roi * mean_roi)
         for i in prange(rows):
             i_n, i_s = max(i - 1, 0), min(i + 1, rows - 1)
