@@ -8,7 +8,7 @@ every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia", "srad"]
+__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal"]
 
 import numpy as np
 from numba import njit, prange
@@ -124,3 +124,74 @@ def srad(niter, lam, image):
         for j in range(cols):
             out[i, j] = np.log(img[i, j]) * F255
     return out
+
+
+@njit(parallel=True)
+def sgemm(ass, bss, css, alpha, beta):
+    """Rows of A in parallel, i-k-j order so the inner loop streams B's rows (vectorised)."""
+    n, m = ass.shape
+    p = bss.shape[1]
+    out = np.empty((n, p), np.float32)
+    for i in prange(n):
+        acc = np.zeros(p, np.float32)
+        for k in range(m):
+            aik = ass[i, k]
+            for j in range(p):
+                acc[j] += aik * bss[k, j]
+        for j in range(p):
+            out[i, j] = css[i, j] * beta + acc[j] * alpha
+    return out
+
+
+TWO_PI = np.float32(2.0 * 3.14159265358979323846)
+F_PI = np.float32(3.14159265358979323846)
+
+
+@njit(parallel=True)
+def mri_q(kx, ky, kz, x, y, z, phi_r, phi_i):
+    """Parboil's CPU loop nest: voxels in parallel, a sequential sum over the samples."""
+    num_k, num_x = len(kx), len(x)
+    phi_mag = np.empty(num_k, np.float32)
+    for k in range(num_k):
+        phi_mag[k] = phi_r[k] * phi_r[k] + phi_i[k] * phi_i[k]
+    qr, qi = np.empty(num_x, np.float32), np.empty(num_x, np.float32)
+    for v in prange(num_x):
+        xv, yv, zv = x[v], y[v], z[v]
+        sr = ZERO
+        si = ZERO
+        for k in range(num_k):
+            arg = TWO_PI * (kx[k] * xv + ky[k] * yv + kz[k] * zv)
+            sr += phi_mag[k] * np.cos(arg)
+            si += phi_mag[k] * np.sin(arg)
+        qr[v] = sr
+        qi[v] = si
+    return qr, qi
+
+
+@njit(parallel=True)
+def crystal(field_size, scale, degree, n_steps, time_delta):
+    """Wave directions once per frame; rows of all frames in parallel, waves summed per pixel."""
+    frames = np.empty((n_steps, field_size, field_size), np.float32)
+    cth = np.empty((n_steps, degree), np.float32)
+    sth = np.empty((n_steps, degree), np.float32)
+    for s in range(n_steps):
+        time = np.float32(s) * time_delta
+        phi = ONE + (time ** np.float32(1.5)) * np.float32(0.005)
+        th = F_PI / phi
+        for i in range(degree):
+            a = np.float32(i) * th
+            cth[s, i] = np.cos(a)
+            sth[s, i] = np.sin(a)
+    for row in prange(n_steps * field_size):
+        s, yi = row // field_size, row % field_size
+        y = np.float32(yi) / np.float32(field_size) * scale
+        for xi in range(field_size):
+            x = np.float32(xi) / np.float32(field_size) * scale
+            acc = ZERO
+            for i in range(degree):
+                acc += (np.cos(cth[s, i] * x + sth[s, i] * y) + ONE) / TWO
+            whole = np.int64(acc)
+            frac = acc - np.float32(whole)
+            odd = whole & 1
+            frames[s, yi, xi] = np.float32(odd) * (ONE - frac) + np.float32(1 - odd) * frac
+    return frames

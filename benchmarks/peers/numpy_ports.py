@@ -6,7 +6,7 @@ wherever it matters). numpy_peers re-exports every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia", "srad"]
+__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal"]
 
 import numpy as np
 
@@ -57,3 +57,49 @@ def srad(niter, lam, image):
         c_e[:, :-1], c_e[:, -1] = c[:, 1:], c[:, -1]
         img = img + 0.25 * lam * (c * dn + c_s * ds + c * dw + c_e * de)
     return np.log(img) * f32(255.0)
+
+
+def sgemm(ass, bss, css, alpha, beta):
+    """Parboil's sgemm through NumPy's BLAS."""
+    return css * beta + (ass @ bss) * alpha
+
+
+TWO_PI = np.float32(2.0 * 3.14159265358979323846)
+
+
+def mri_q(kx, ky, kz, x, y, z, phi_r, phi_i):
+    """Blocks of voxels: the angles as an outer product, cos/sin, then a BLAS matrix-vector product."""
+    phi_mag = phi_r * phi_r + phi_i * phi_i
+    qr, qi = np.empty_like(x), np.empty_like(x)
+    block = max(1, (1 << 22) // max(1, len(kx)))      # 16 MiB of angles at a time
+    for s in range(0, len(x), block):
+        e = min(s + block, len(x))
+        args = TWO_PI * (x[s:e, None] * kx + y[s:e, None] * ky + z[s:e, None] * kz)
+        qr[s:e] = np.cos(args) @ phi_mag
+        qi[s:e] = np.sin(args) @ phi_mag
+    return qr, qi
+
+
+def _wrap(n):
+    whole = n.astype(np.int64)
+    frac = n - whole.astype(f32)
+    odd = whole & 1
+    return odd.astype(f32) * (f32(1.0) - frac) + (1 - odd).astype(f32) * frac
+
+
+def crystal(field_size, scale, degree, n_steps, time_delta):
+    """Each frame as whole arrays, one pass per wave, the wave directions computed once per frame."""
+    coords = np.arange(field_size, dtype=f32) / f32(field_size)
+    xs = (coords * scale)[None, :]
+    ys = (coords * scale)[:, None]
+    frames = np.empty((n_steps, field_size, field_size), f32)
+    for step_i in range(n_steps):
+        time = f32(step_i) * time_delta
+        phi = 1.0 + (time ** 1.5) * 0.005
+        th = f32(3.14159265358979323846) / phi
+        acc = np.zeros((field_size, field_size), f32)
+        for i in range(degree):
+            a = f32(i) * th
+            acc += (np.cos(np.cos(a) * xs + np.sin(a) * ys) + 1.0) / 2.0
+        frames[step_i] = _wrap(acc)
+    return frames
