@@ -235,6 +235,13 @@ BENCHMARKS = [
               lambda p, r: (p["field"], f32(30.0), p["degree"], p["steps"], f32(0.5)),
               rtol=1e-4, atol=1e-3,
               about="Accelerate's quasicrystal, field^2 pixels x degree waves per frame"),
+    Benchmark("backprop", "backprop", "backprop",
+              {"tiny": {"n_in": 64}, "small": {"n_in": 2**16}, "medium": {"n_in": 2**20},
+               "large": {"n_in": 2**23}},
+              lambda p, r: _backprop_inputs(p["n_in"], 16, 1, r),
+              nbytes=lambda p: 3 * 4 * 17 * (p["n_in"] + 1),
+              rtol=lambda p: min(0.02, 1e-4 + 1e-9 * p["n_in"]), atol=1e-5,
+              about="Rodinia's back-propagation, one training step, n_in inputs, 16 hidden, 1 output"),
 ]
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
@@ -245,6 +252,15 @@ def _nbody_inputs(n, r):
     masses = f32(1.0) / f32(n) + _uniform(r, n) / f32(n)
     vel = [f32(0.01) * (_uniform(r, n) - f32(0.5)) for _ in range(3)]
     return (f32(0.001), f32(0.05), *pos, masses, *vel)
+
+
+def _backprop_inputs(n_in, n_hid, n_out, r):
+    """Weights in +-1/sqrt(fan-in) so the layers do not saturate; previous weights zero (Rodinia)."""
+    def weights(rows, cols):
+        return (f32(2.0) * _uniform(r, (rows + 1, cols)) - f32(1.0)) / f32(np.sqrt(rows + 1))
+    return (_uniform(r, n_in), np.full(n_out, f32(0.1)), weights(n_in, n_hid),
+            weights(n_hid, n_out), np.zeros((n_in + 1, n_hid), f32),
+            np.zeros((n_hid + 1, n_out), f32))
 
 
 def _kmeans_inputs(p, r):

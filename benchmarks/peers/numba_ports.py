@@ -8,7 +8,7 @@ every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal"]
+__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal", "backprop"]
 
 import numpy as np
 from numba import njit, prange
@@ -195,3 +195,70 @@ def crystal(field_size, scale, degree, n_steps, time_delta):
             odd = whole & 1
             frames[s, yi, xi] = np.float32(odd) * (ONE - frac) + np.float32(1 - odd) * frac
     return frames
+
+
+ETA = np.float32(0.3)
+MOMENTUM = np.float32(0.3)
+
+
+@njit(parallel=True)
+def _layerforward(l1, conn, nchunks):
+    """squash(l1 @ conn[1:] + conn[0]): chunks of rows in parallel, each into its own partial sums."""
+    n1, n2 = len(l1), conn.shape[1]
+    size = (n1 + nchunks - 1) // nchunks
+    partial = np.zeros((nchunks, n2), np.float32)
+    for ch in prange(nchunks):
+        for k in range(ch * size, min((ch + 1) * size, n1)):
+            lk = l1[k]
+            for j in range(n2):
+                partial[ch, j] += conn[k + 1, j] * lk
+    out = np.empty(n2, np.float32)
+    for j in range(n2):
+        s = ZERO
+        for ch in range(nchunks):
+            s += partial[ch, j]
+        out[j] = ONE / (ONE + np.exp(-(s + conn[0, j])))
+    return out
+
+
+@njit(parallel=True)
+def _adjust_weights(delta, ly, w, oldw):
+    rows, cols = w.shape
+    out = np.empty_like(w)
+    for k in prange(rows):
+        lyk = ONE if k == 0 else ly[k - 1]
+        for j in range(cols):
+            out[k, j] = w[k, j] + (ETA * delta[j] * lyk + MOMENTUM * oldw[k, j])
+    return out
+
+
+@njit
+def _errors(hidden, output, target, hidden_weights):
+    n_out, n_hid = len(output), len(hidden)
+    delta_o = np.empty(n_out, np.float32)
+    out_err = ZERO
+    for j in range(n_out):
+        o = output[j]
+        delta_o[j] = o * (ONE - o) * (target[j] - o)
+        out_err += abs(delta_o[j])
+    delta_h = np.empty(n_hid, np.float32)
+    hid_err = ZERO
+    for j in range(n_hid):
+        s = ZERO
+        for k in range(n_out):
+            s += delta_o[k] * hidden_weights[j + 1, k]
+        h = hidden[j]
+        delta_h[j] = h * (ONE - h) * s
+        hid_err += abs(delta_h[j])
+    return out_err, hid_err, delta_o, delta_h
+
+
+def backprop(input_units, target, input_weights, hidden_weights, input_prev_weights,
+             hidden_prev_weights):
+    import numba
+    nchunks = 4 * numba.get_num_threads()
+    hidden = _layerforward(input_units, input_weights, nchunks)
+    output = _layerforward(hidden, hidden_weights, 1)
+    out_err, hid_err, delta_o, delta_h = _errors(hidden, output, target, hidden_weights)
+    return (out_err, hid_err, _adjust_weights(delta_h, input_units, input_weights, input_prev_weights),
+            _adjust_weights(delta_o, hidden, hidden_weights, hidden_prev_weights))

@@ -6,7 +6,7 @@ wherever it matters). numpy_peers re-exports every function here.
 """
 from __future__ import annotations
 
-__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal"]
+__all__ = ["hotspot_rodinia", "srad", "sgemm", "mri_q", "crystal", "backprop"]
 
 import numpy as np
 
@@ -103,3 +103,25 @@ def crystal(field_size, scale, degree, n_steps, time_delta):
             acc += (np.cos(np.cos(a) * xs + np.sin(a) * ys) + 1.0) / 2.0
         frames[step_i] = _wrap(acc)
     return frames
+
+
+def _squash(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _adjust_weights(delta, ly, w, oldw):
+    lyext = np.concatenate(([f32(1.0)], ly))
+    new_dw = (0.3 * delta)[None, :] * lyext[:, None] + 0.3 * oldw
+    return w + new_dw
+
+
+def backprop(input_units, target, input_weights, hidden_weights, input_prev_weights,
+             hidden_prev_weights):
+    """Rodinia's bpnn_train_kernel: layers as BLAS vector-matrix products."""
+    hidden = _squash(input_units @ input_weights[1:] + input_weights[0])
+    output = _squash(hidden @ hidden_weights[1:] + hidden_weights[0])
+    delta_o = output * (1.0 - output) * (target - output)
+    delta_h = hidden * (1.0 - hidden) * (hidden_weights[1:] @ delta_o)
+    return (np.abs(delta_o).sum(), np.abs(delta_h).sum(),
+            _adjust_weights(delta_h, input_units, input_weights, input_prev_weights),
+            _adjust_weights(delta_o, hidden, hidden_weights, hidden_prev_weights))
