@@ -187,6 +187,61 @@ BENCHMARKS = [
                             f32(0.2), f32(0.6), f32(0.5)),
               rtol=1e-4, atol=1e-6,
               about="FinPar; sizes are outer, numX, numY, numT (small and medium as FinPar's)"),
+    # issue 17: programs in their original authors' shapes (benchmarks/programs/*, docstrings)
+    Benchmark("hotspot_rodinia", "hotspot_rodinia", "hotspot_rodinia",
+              {"tiny": {"n": 16, "iter": 4}, "small": {"n": 512, "iter": 20},
+               "medium": {"n": 1024, "iter": 100}, "large": {"n": 4096, "iter": 100}},
+              lambda p, r: (p["iter"], f32(323.0) + f32(20.0) * _uniform(r, (p["n"], p["n"])),
+                            f32(1e-3) * _uniform(r, (p["n"], p["n"]))),
+              nbytes=lambda p: 12 * p["n"] ** 2 * p["iter"],
+              flops=lambda p, out: 15 * p["n"] ** 2 * p["iter"], rtol=1e-5, atol=1e-3,
+              about="Rodinia's hotspot with its corner/edge/interior chain per cell"),
+    Benchmark("srad", "srad", "srad",
+              {"tiny": {"rows": 16, "cols": 12, "niter": 4},
+               "small": {"rows": 502, "cols": 458, "niter": 100},
+               "medium": {"rows": 1024, "cols": 1024, "niter": 100},
+               "large": {"rows": 4096, "cols": 4096, "niter": 100}},
+              lambda p, r: (p["niter"], f32(0.5),
+                            r.integers(0, 256, (p["rows"], p["cols"]), dtype=np.uint8)),
+              nbytes=lambda p: 44 * p["rows"] * p["cols"] * p["niter"],
+              flops=lambda p, out: 40 * p["rows"] * p["cols"] * p["niter"],
+              # var_roi = E[x^2] - mean^2 cancels, so f32 sums in another order move q0sqr,
+              # and 100 iterations carry it: NumPy's result is 3e-4 (relative) from float64's
+              rtol=2e-3, atol=1e-2,
+              about="Rodinia's SRAD: two reductions and two stencil map nests per iteration, u8 image"),
+    Benchmark("sgemm", "sgemm", "sgemm",
+              {"tiny": {"n": 8, "m": 6, "p": 10}, "small": {"n": 128, "m": 96, "p": 160},
+               "medium": {"n": 1024, "m": 992, "p": 1056},
+               "large": {"n": 4096, "m": 4096, "p": 4096}},
+              lambda p, r: (_uniform(r, (p["n"], p["m"])), _uniform(r, (p["m"], p["p"])),
+                            _uniform(r, (p["n"], p["p"])), f32(1.5), f32(0.5)),
+              flops=lambda p, out: 2 * p["n"] * p["m"] * p["p"] + 3 * p["n"] * p["p"],
+              rtol=1e-4, atol=1e-4,
+              about="Parboil's sgemm, alpha A B + beta C (small and medium are Parboil's sizes)"),
+    Benchmark("mri_q", "mri_q", "mri_q",
+              {"tiny": {"numK": 16, "numX": 64}, "small": {"numK": 3072, "numX": 32768},
+               "medium": {"numK": 2048, "numX": 262144},
+               "large": {"numK": 2048, "numX": 2**21}},
+              lambda p, r: (*(f32(16.0) * _uniform(r, p["numK"]) - f32(8.0) for _ in range(3)),
+                            *(_uniform(r, p["numX"]) - f32(0.5) for _ in range(3)),
+                            *(f32(2.0) * _uniform(r, p["numK"]) - f32(1.0) for _ in range(2))),
+              rtol=1e-3, atol=1e-2,
+              about="Parboil's MRI-Q, numK samples x numX voxels (small and medium are Parboil's)"),
+    Benchmark("crystal", "crystal", "crystal",
+              {"tiny": {"field": 16, "degree": 5, "steps": 2},
+               "small": {"field": 1000, "degree": 20, "steps": 2},
+               "medium": {"field": 2000, "degree": 50, "steps": 1},
+               "large": {"field": 4000, "degree": 50, "steps": 1}},
+              lambda p, r: (p["field"], f32(30.0), p["degree"], p["steps"], f32(0.5)),
+              rtol=1e-4, atol=1e-3,
+              about="Accelerate's quasicrystal, field^2 pixels x degree waves per frame"),
+    Benchmark("backprop", "backprop", "backprop",
+              {"tiny": {"n_in": 64}, "small": {"n_in": 2**16}, "medium": {"n_in": 2**20},
+               "large": {"n_in": 2**23}},
+              lambda p, r: _backprop_inputs(p["n_in"], 16, 1, r),
+              nbytes=lambda p: 3 * 4 * 17 * (p["n_in"] + 1),
+              rtol=lambda p: min(0.02, 1e-4 + 1e-9 * p["n_in"]), atol=1e-5,
+              about="Rodinia's back-propagation, one training step, n_in inputs, 16 hidden, 1 output"),
 ]
 
 BY_NAME = {b.name: b for b in BENCHMARKS}
@@ -197,6 +252,15 @@ def _nbody_inputs(n, r):
     masses = f32(1.0) / f32(n) + _uniform(r, n) / f32(n)
     vel = [f32(0.01) * (_uniform(r, n) - f32(0.5)) for _ in range(3)]
     return (f32(0.001), f32(0.05), *pos, masses, *vel)
+
+
+def _backprop_inputs(n_in, n_hid, n_out, r):
+    """Weights in +-1/sqrt(fan-in) so the layers do not saturate; previous weights zero (Rodinia)."""
+    def weights(rows, cols):
+        return (f32(2.0) * _uniform(r, (rows + 1, cols)) - f32(1.0)) / f32(np.sqrt(rows + 1))
+    return (_uniform(r, n_in), np.full(n_out, f32(0.1)), weights(n_in, n_hid),
+            weights(n_hid, n_out), np.zeros((n_in + 1, n_hid), f32),
+            np.zeros((n_hid + 1, n_out), f32))
 
 
 def _kmeans_inputs(p, r):

@@ -60,3 +60,17 @@ def locvolcalib_operators(xs):
     dd[1:-1, 1] = -2.0 * (1.0 / dxl + 1.0 / dxu) / (dxl + dxu)
     dd[1:-1, 2] = 2.0 / dxu / (dxl + dxu)
     return d, dd
+
+
+def hotspot_rodinia_coefficients(rows: int, cols: int):
+    """(cap, rx, ry, rz, step) in float32, as Rodinia's compute_tran_temp (hotspot_rodinia.py)."""
+    h, f32 = HOTSPOT, np.float32
+    grid_height = h.chip_height / f32(rows)
+    grid_width = h.chip_width / f32(cols)
+    cap = h.factor_chip * h.spec_heat_si * h.t_chip * grid_width * grid_height
+    rx = grid_width / (2.0 * h.k_si * h.t_chip * grid_height)
+    ry = grid_height / (2.0 * h.k_si * h.t_chip * grid_width)
+    rz = h.t_chip / (h.k_si * grid_height * grid_width)
+    max_slope = h.max_pd / (h.factor_chip * h.t_chip * h.spec_heat_si)
+    step = f32(h.precision / max_slope)
+    return cap, rx, ry, rz, step

@@ -316,3 +316,6 @@ def scatter_distinct(dest, idxs, vals):
 
 def scatter_dups(dest, idxs, vals):
     return _scatter(dest, idxs, vals)
+
+
+from .numba_ports import *  # noqa: E402,F401,F403  (the ports in their authors' shapes, issue 17)

@@ -154,3 +154,6 @@ def scatter_distinct(dest, idxs, vals):
 
 def scatter_dups(dest, idxs, vals):
     return _scatter(dest, idxs, vals)
+
+
+from .numpy_ports import *  # noqa: E402,F401,F403  (the ports in their authors' shapes, issue 17)
