@@ -219,6 +219,51 @@ class _Decls:
 # Function emitter
 
 
+def block_allocator(decls: "_Decls") -> ir.Function:
+    """`pyshark.alloc(bytes) -> noalias ptr` (NULL on failure), defined once
+    per module and never inlined, so that every Alloc's block is an
+    identified object to LLVM's alias analysis: loads and stores through one
+    block are known not to touch another or an argument, and LLVM's loop
+    load elimination keeps a recurrence's `bb[i-1]` in a register (the
+    tridiagonal solves). Inline, the two allocation paths below met in a
+    phi, which alias analysis cannot identify.
+
+    Small blocks: malloc (16-byte aligned; the vector code uses unaligned
+    loads, and aligned_alloc's slower path showed in profiles). Large
+    blocks: 2 MiB aligned and advised as transparent huge pages (what
+    numpy's allocator does), so that a fresh result costs one page fault
+    per 2 MiB rather than per 4 KiB."""
+    fn = decls.cache.get("pyshark.alloc")
+    if fn is not None:
+        return fn
+    fn = ir.Function(decls.module, ir.FunctionType(_PTR, [_I64]), name="pyshark.alloc")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    fn.return_value.add_attribute("noalias")
+    decls.cache["pyshark.alloc"] = fn
+    raw = fn.args[0]
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    huge_bb, small_bb = fn.append_basic_block("huge"), fn.append_basic_block("small")
+    b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
+    b.position_at_end(small_bb)
+    b.ret(b.call(decls.get("malloc", _PTR, [_I64]), [raw]))
+    b.position_at_end(huge_bb)
+    nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
+    # from the heap, not a fresh mapping: a freed block stays mapped and the
+    # next one reuses it without page faults (see _KEEP_MAPPED)
+    mallopt = decls.get("mallopt", _I32, [_I32, _I32])
+    b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
+    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
+    hp = b.call(decls.get("aligned_alloc", _PTR, [_I64, _I64]), [_I64(_HUGE), nbytes])
+    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
+    with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
+        madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
+        b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
+    b.ret(hp)
+    return fn
+
+
 class FnEmitter:
     """Emits one LLVM function: an entry (host code) or a ParFor body."""
 
@@ -557,32 +602,8 @@ class FnEmitter:
         b.cbranch(b.icmp_signed(">", n, _I64(limit)), fail_bb, try_bb)
         b.position_at_end(try_bb)
         raw = b.mul(n, _I64(size))
-        # Small blocks: malloc (16-byte aligned; the vector code uses unaligned
-        # loads, and aligned_alloc's slower path showed in profiles). Large
-        # blocks: 2 MiB aligned and advised as transparent huge pages (what
-        # numpy's allocator does), so that a fresh result costs one page fault
-        # per 2 MiB rather than per 4 KiB.
-        huge = b.icmp_signed(">=", raw, _I64(_HUGE_MIN))
         slot = self.var_slot(s.var)
-        with b.if_else(huge) as (then, otherwise):
-            with then:
-                nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
-                aa = self.decls.get("aligned_alloc", _PTR, [_I64, _I64])
-                # from the heap, not a fresh mapping: a freed block stays
-                # mapped and the next one reuses it without page faults
-                # (see _KEEP_MAPPED)
-                mallopt = self.decls.get("mallopt", _I32, [_I32, _I32])
-                b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
-                b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
-                hp = b.call(aa, [_I64(_HUGE), nbytes])
-                b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
-                b.store(hp, slot)
-                with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
-                    madvise = self.decls.get("madvise", _I32, [_PTR, _I64, _I32])
-                    b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
-            with otherwise:
-                malloc = self.decls.get("malloc", _PTR, [_I64])
-                b.store(b.call(malloc, [raw]), slot)
+        b.store(b.call(block_allocator(self.decls), [raw]), slot)
         p = b.load(slot)
         null = b.icmp_unsigned("==", p, ir.Constant(_PTR, None))
         b.cbranch(null, fail_bb, ok_bb)
