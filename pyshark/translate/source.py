@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
 
+from ..compile_times import stage
 from ..core.ir import Loc
 from ..errors import CompileError
 
@@ -23,14 +24,17 @@ class SourceInfo:
     @staticmethod
     def parse(text: str, filename: str) -> "SourceInfo":
         try:
-            module = cst.parse_module(text)
+            with stage("parse"):
+                module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             line = exc.raw_line
             col = max(exc.raw_column, 0)
             lines = text.splitlines()
             src = lines[line - 1] if 0 < line <= len(lines) else None
             raise CompileError(f"syntax error: {exc.message}", filename, line, col, src) from None
-        return SourceInfo(filename, text, MetadataWrapper(module))
+        with stage("metadata"):
+            wrapper = MetadataWrapper(module)
+        return SourceInfo(filename, text, wrapper)
 
     @property
     def module(self) -> cst.Module:
@@ -38,8 +42,9 @@ class SourceInfo:
 
     def __post_init__(self):
         self.lines = self.text.splitlines()
-        self.positions = self.wrapper.resolve(PositionProvider)
-        self.qualnames = self.wrapper.resolve(QualifiedNameProvider)
+        with stage("metadata"):
+            self.positions = self.wrapper.resolve(PositionProvider)
+            self.qualnames = self.wrapper.resolve(QualifiedNameProvider)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         pos = self.positions.get(node)
