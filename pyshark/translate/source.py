@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
 from ..compile_times import stage
 from ..core.ir import Loc
@@ -33,7 +33,8 @@ class SourceInfo:
             src = lines[line - 1] if 0 < line <= len(lines) else None
             raise CompileError(f"syntax error: {exc.message}", filename, line, col, src) from None
         with stage("metadata"):
-            wrapper = MetadataWrapper(module)
+            # nothing else holds the tree we just parsed: no defensive deep copy
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         return SourceInfo(filename, text, wrapper)
 
     @property
@@ -44,7 +45,11 @@ class SourceInfo:
         self.lines = self.text.splitlines()
         with stage("metadata"):
             self.positions = self.wrapper.resolve(PositionProvider)
-            self.qualnames = self.wrapper.resolve(QualifiedNameProvider)
+            # the scopes, not QualifiedNameProvider: that provider is one more
+            # walk of the whole tree that stores, per node, a closure calling
+            # scope.get_qualified_names_for(node), which qualified_names calls
+            # itself (a third of libcst's metadata time)
+            self.scopes = self.wrapper.resolve(ScopeProvider)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         pos = self.positions.get(node)
@@ -67,9 +72,8 @@ class SourceInfo:
         resolves `int.bit_length` to 'builtins.int' (an attribute of a
         builtin, which is not a module member)."""
         out = set()
-        found = self.qualnames.get(node, ())
-        if callable(found):          # libcst resolves qualified names lazily
-            found = found()
+        scope = self.scopes.get(node)
+        found = scope.get_qualified_names_for(node) if scope is not None else ()
         for q in found:
             name = q.name
             if q.source.name == "BUILTIN" and not name.startswith("builtins."):
