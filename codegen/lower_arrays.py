@@ -11,7 +11,8 @@ from pyshark.core.types import ArrayType, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
-from .lower_base import Arr, Delayed, DelayedGroup, Lowerer, RuleTable, has_loop, shape_size
+from .lower_base import (Arr, Delayed, DelayedGroup, Lowerer, RuleTable, has_loop, never_holds,
+                         shape_size)
 from .usage import free_vars
 
 ZERO = S.const(0, I64)
@@ -73,7 +74,7 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
         return blk, version["conds"]
     checked, conds = lower("collect", [])
     assigned = set().union(*(K.declared_vars(s) for s in checked.stms)) if checked.stms else set()
-    if (not conds or has_loop(checked)
+    if (not conds or has_loop(checked) or any(never_holds(c) for c in conds)
             or any(K.expr_vars(c) & assigned for c in conds)):
         lw.emit(K.For(i, lo, hi, checked))
         return

@@ -270,7 +270,7 @@ class Lowerer:
         checked, conds = lower("collect", [])
         heavy = has_loop(checked)
         cond = None if heavy else S.b("ge", n, S.const(self.options.par_min, I64))
-        if not conds:
+        if not conds or any(never_holds(c) for c in conds):   # no copy that never runs
             self.emit(K.ParFor(i, n, checked, cond))
             return
         # Loop versioning: the index bounds that could not be proved are
@@ -612,6 +612,23 @@ class Lowerer:
 
 # ---------------------------------------------------------------------------
 # Helpers of the rules
+
+
+def never_holds(c: K.Expr) -> bool:
+    """Whether a versioning condition is false whatever the inputs: a conjunct
+    compares constants and fails (an index such as i - 1 at i = 0, whose
+    check sits under a branch the collection does not see). The unchecked
+    copy of the loop would never run: LocVolCalib's was half of its IR."""
+    if isinstance(c, K.Bin) and c.op == "and":
+        return never_holds(c.x) or never_holds(c.y)
+    if isinstance(c, K.KConst):
+        return c.value is False
+    if (isinstance(c, K.Bin) and c.op in K.CMP_PRIMS and isinstance(c.x, K.KConst)
+            and isinstance(c.y, K.KConst)):
+        x, y = c.x.value, c.y.value
+        return not {"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y,
+                    "gt": x > y, "ge": x >= y}[c.op]
+    return False
 
 
 def has_loop(b: K.Block) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Callable, Optional
 
+from pyshark.compile_times import stage
 from pyshark.core import ir
 from pyshark.core.check import check_program
 from pyshark.errors import InternalCompilerError
@@ -122,7 +123,8 @@ def run_stages(program, stages: list[Stage], check: bool = False,
                          f"{', '.join(stage_names(stages))}")
     x = program
     for k, (name, run) in enumerate(stages):
-        x = run(x)
+        with stage(name):
+            x = run(x)
         if check:
             check_stage(x, k, name)
         if name == until:
@@ -142,7 +144,8 @@ def build_kernels(program: ir.Program, options=None, *, target: Optional[Target]
     kernels = run_stages(program, pipeline_for(target, unsafe=unsafe, par_min=par_min),
                          check=check, until=until)
     if not check:
-        K.check_module(kernels)
+        with stage("kir-check"):
+            K.check_module(kernels)
     return kernels
 
 

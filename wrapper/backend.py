@@ -122,16 +122,15 @@ class Backend:
 
 def translate_and_check(path: Path | str, check: bool = True, text: str | None = None):
     """The translation every backend starts from (so an invalid program fails
-    the same way everywhere); `check` runs the core type checker on it.
+    the same way everywhere), type checked (`check` is kept for callers:
+    translate_source always checks).
     `text` is the source (the text the cache key was computed from, or one
     added with Wrapper.add_source); `path` then only names it in errors.
     Without `text` the file at `path` is read."""
     from pyshark.translate import translate_file, translate_source
-    program = translate_file(str(path)) if text is None else translate_source(text, str(path))
-    if check:
-        from pyshark.core.check import check_program
-        check_program(program)
-    return program
+    # translate_source type checks what it built (the "check" stage): checking
+    # again here cost a second pass over the program for nothing
+    return translate_file(str(path)) if text is None else translate_source(text, str(path))
 
 
 def entries_from_manifest(manifest: dict) -> dict[str, ir.Entry]:

@@ -17,6 +17,7 @@ import types
 from dataclasses import dataclass
 from pathlib import Path
 
+from pyshark.compile_times import stage
 from pyshark.errors import CompileError
 
 from . import convert
@@ -149,7 +150,8 @@ class Wrapper:
         salt = self._backend.cache_salt()
         if salt:
             opts["target"] = salt
-        key = cache_key(text, self.backend, opts)
+        with stage("cache-key"):
+            key = cache_key(text, self.backend, opts)
         target = cache_path(self.cache_dir, self.backend, key)
         if (target / "manifest.json").is_file():
             try:
@@ -167,9 +169,10 @@ class Wrapper:
 
     def _compile_into(self, path: Path | str, text: str, directory: Path) -> dict:
         program, files = self._backend.compile(path, text, directory)
-        return write_manifest(directory, backend=self.backend, options=self.options.as_dict(),
-                              source_path=str(path), source_text=text, program=program,
-                              files=files)
+        with stage("artifacts"):
+            return write_manifest(directory, backend=self.backend,
+                                  options=self.options.as_dict(), source_path=str(path),
+                                  source_text=text, program=program, files=files)
 
     def _load_dir(self, directory: Path, source_path: Path | None) -> LoadedModule:
         return self._backend.load(Path(directory), read_manifest(directory), source_path)

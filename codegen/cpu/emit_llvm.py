@@ -82,6 +82,7 @@ from llvmlite import ir
 from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
+from ..kir_traverse import walk_exprs
 from .llvm_types import (CTX_ARGS, CTX_CODE, CTX_MSG, CTX_NTHREADS, CTX_SIGINT, CTX_TYPE,
                          elem_size, mem_type, param_type, reg_type)
 from .llvm_types import (F32 as _F32, F64 as _F64, I1 as _I1, I8 as _I8, I32 as _I32,
@@ -621,6 +622,39 @@ class FnEmitter:
 # Module emitter
 
 
+def hot_host_loops(block: K.Block) -> bool:
+    """Whether host code has a loop worth LLVM's pipeline: a For or While
+    outside the ParFors (whose bodies are functions of their own), except a
+    loop that launches a ParFor (a time step: the ParFor does the work) and
+    one over per-thread chunks (its count derives from NumThreads: the
+    sequential combine of a multicore reduce or scan). Loops nested inside
+    those count."""
+    defs = {s.var.name: s.value for s in K.walk_stms(block) if isinstance(s, K.Set)}
+
+    def per_thread(e, seen=()) -> bool:
+        for x in walk_exprs(e):
+            if isinstance(x, K.NumThreads):
+                return True
+            if isinstance(x, K.KVar) and x.name in defs and x.name not in seen:
+                if per_thread(defs[x.name], seen + (x.name,)):
+                    return True
+        return False
+
+    def hot(b: K.Block) -> bool:
+        for s in b.stms:
+            if isinstance(s, K.ParFor):
+                continue
+            if isinstance(s, (K.For, K.While)):
+                glue = (any(isinstance(x, K.ParFor) for x in K.walk_stms(s.body))
+                        or (isinstance(s, K.For) and per_thread(s.hi)))
+                if not glue:
+                    return True
+            if any(hot(sb) for sb in K.sub_blocks(s)):
+                return True
+        return False
+    return hot(block)
+
+
 class ModEmitter:
     """Spells a kernel IR module; `spell_parfor(mod, host, parfor)` spells a
     ParFor (emit_parfor.py, handed in by emit.py so that this module does
@@ -674,6 +708,14 @@ class ModEmitter:
         fn = ir.Function(self.module, fty, name=f.name)
         fn.args[0].name = "ctx"
         fn.attributes.add("nounwind")
+        if not hot_host_loops(f.body):
+            # glue around its ParFors (checks, allocations, launches, time
+            # steps, chunk combines): LLVM's pipeline and instruction
+            # selector pay off only where code runs hot ("Compile time" in
+            # docs/cpu-backend.md); the ParFor bodies are functions of their
+            # own, optimised as usual
+            fn.attributes.add("noinline")
+            fn.attributes.add("optnone")
         em = FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
         em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, fn.args[1:]):

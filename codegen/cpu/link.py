@@ -35,6 +35,7 @@ import llvmlite.binding as llvm
 
 from .runtime import (Library, PysharkCtx, ctype_of, entry_prototype)  # noqa: F401
 
+from pyshark.compile_times import stage
 from pyshark.core.types import BOOL
 
 from .. import kir as K
@@ -84,17 +85,20 @@ def host_data_layout() -> str:
 
 def _parse_and_optimise(llvm_ir: str, tm) -> "llvm.ModuleRef":
     _init()
-    mod = llvm.parse_assembly(llvm_ir)
-    mod.triple = tm.triple
-    mod.data_layout = str(tm.target_data)
-    mod.verify()
-    pto = llvm.create_pipeline_tuning_options(speed_level=3)
-    pto.loop_vectorization = True
-    pto.slp_vectorization = True
-    pto.loop_interleaving = True
-    pto.loop_unrolling = True
-    pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    with stage("llvm-parse"):
+        mod = llvm.parse_assembly(llvm_ir)
+        mod.triple = tm.triple
+        mod.data_layout = str(tm.target_data)
+    with stage("llvm-verify"):
+        mod.verify()
+    with stage("llvm-optimise"):
+        pto = llvm.create_pipeline_tuning_options(speed_level=3)
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+        pto.loop_interleaving = True
+        pto.loop_unrolling = True
+        pb = llvm.create_pass_builder(tm, pto)
+        pb.getModulePassManager().run(mod, pb)
     return mod
 
 
@@ -159,11 +163,26 @@ def _optimise_for_host(llvm_ir: str, tm) -> tuple["llvm.ModuleRef", bool]:
     """The optimised module, with vector math calling libmvec; and whether it
     needs libmvec."""
     mod = _parse_and_optimise(llvm_ir, tm)
-    text, changed = use_libmvec(str(mod))
-    if changed:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
+    with stage("libmvec"):
+        changed = _rename_to_libmvec(mod)
     return mod, changed
+
+
+def _rename_to_libmvec(mod: "llvm.ModuleRef") -> bool:
+    """use_libmvec on the module itself: renames the declarations of vector
+    math intrinsics (LLVM recomputes a renamed function's intrinsic id, so
+    they become calls of the libmvec functions), where printing, rewriting
+    and parsing the whole module cost LocVolCalib ~0.1 s."""
+    decls = [f for f in mod.functions if f.is_declaration and f.name.startswith("llvm.")]
+    if not decls or libmvec_path() is None:
+        return False
+    changed = False
+    for f in decls:
+        new, hit = use_libmvec("@" + f.name)
+        if hit:
+            f.name = new[1:]
+            changed = True
+    return changed
 
 
 def optimised_ir(llvm_ir: str, *, fastmath: bool = False) -> str:
@@ -196,7 +215,8 @@ def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bo
     with _LOCK:
         tm = target_machine()
         mod, mvec = _optimise_for_host(llvm_ir, tm)
-        obj = tm.emit_object(mod) if compiler else None
+        with stage("llvm-object"):
+            obj = tm.emit_object(mod) if compiler else None
         text = None if compiler else str(mod)
     tmpdir = tempfile.mkdtemp(prefix=".pyshark-link-", dir=out_path.parent)
     try:
@@ -209,7 +229,8 @@ def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bo
             cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), str(obj_path), "-lm"]
             if mvec:
                 cmd.append("-lmvec")
-            r = subprocess.run(cmd, capture_output=True, text=True)
+            with stage("link"):
+                r = subprocess.run(cmd, capture_output=True, text=True)
             if r.returncode != 0:
                 raise RuntimeError(f"linking failed ({' '.join(cmd)}):\n{r.stderr}")
         os.replace(tmp_out, out_path)

@@ -17,6 +17,7 @@ from typing import Optional
 
 import libcst as cst
 
+from ..compile_times import stage
 from ..core import ir
 from ..core.traverse import iter_stms
 from ..core.types import SRecord, SType
@@ -257,6 +258,14 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
     """The core program of a PyShark module's source text (CompileError if
     it is outside the subset)."""
     src = SourceInfo.parse(source, filename)
+    with stage("translate"):
+        program = _translate(src)
+    with stage("check"):
+        _run_checker(program)
+    return program
+
+
+def _translate(src: SourceInfo) -> ir.Program:
     env = ModuleEnv(src)
     env.scan()
     for top in env.functions.values():
@@ -273,9 +282,8 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
                 src.loc(top.node.name))
     _translate_specializations(env, functions)
     _check_entry_calls(env)
-    program = ir.Program(functions, entries, dict(env.records), filename)
+    program = ir.Program(functions, entries, dict(env.records), src.filename)
     _reject_recursion(src, program)
-    _run_checker(program)
     return program
 
 

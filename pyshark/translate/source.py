@@ -8,8 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider
+from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 
+from ..compile_times import stage
 from ..core.ir import Loc
 from ..errors import CompileError
 
@@ -23,14 +24,18 @@ class SourceInfo:
     @staticmethod
     def parse(text: str, filename: str) -> "SourceInfo":
         try:
-            module = cst.parse_module(text)
+            with stage("parse"):
+                module = cst.parse_module(text)
         except cst.ParserSyntaxError as exc:
             line = exc.raw_line
             col = max(exc.raw_column, 0)
             lines = text.splitlines()
             src = lines[line - 1] if 0 < line <= len(lines) else None
             raise CompileError(f"syntax error: {exc.message}", filename, line, col, src) from None
-        return SourceInfo(filename, text, MetadataWrapper(module))
+        with stage("metadata"):
+            # nothing else holds the tree we just parsed: no defensive deep copy
+            wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        return SourceInfo(filename, text, wrapper)
 
     @property
     def module(self) -> cst.Module:
@@ -38,8 +43,13 @@ class SourceInfo:
 
     def __post_init__(self):
         self.lines = self.text.splitlines()
-        self.positions = self.wrapper.resolve(PositionProvider)
-        self.qualnames = self.wrapper.resolve(QualifiedNameProvider)
+        with stage("metadata"):
+            self.positions = self.wrapper.resolve(PositionProvider)
+            # the scopes, not QualifiedNameProvider: that provider is one more
+            # walk of the whole tree that stores, per node, a closure calling
+            # scope.get_qualified_names_for(node), which qualified_names calls
+            # itself (a third of libcst's metadata time)
+            self.scopes = self.wrapper.resolve(ScopeProvider)
 
     def loc(self, node: cst.CSTNode) -> Loc:
         pos = self.positions.get(node)
@@ -62,9 +72,8 @@ class SourceInfo:
         resolves `int.bit_length` to 'builtins.int' (an attribute of a
         builtin, which is not a module member)."""
         out = set()
-        found = self.qualnames.get(node, ())
-        if callable(found):          # libcst resolves qualified names lazily
-            found = found()
+        scope = self.scopes.get(node)
+        found = scope.get_qualified_names_for(node) if scope is not None else ()
         for q in found:
             name = q.name
             if q.source.name == "BUILTIN" and not name.startswith("builtins."):

@@ -1,0 +1,66 @@
+"""The stage breakdown of a compile (pyshark/compile_times.py) works: what
+`pyshark bench`'s compile report and docs/cpu-backend.md "Compile time"
+read. Never a timing assertion: speed is not a unit test."""
+from __future__ import annotations
+
+import pytest
+
+from pyshark import compile_times as CT
+from pyshark.codegen.stages import pipeline_for, stage_names
+
+SRC = '''
+import pyshark.prelude as ps
+
+@ps.entry
+def scale(a: ps.f32, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+    return ps.map(lambda x: a * x, xs)
+'''
+
+
+def test_stages_record_only_inside_a_recording():
+    with CT.stage("outside"):
+        pass
+    assert CT.current() is None
+    with CT.recording() as outer:
+        with CT.stage("a"):
+            pass
+        with CT.recording() as inner:
+            with CT.stage("b"):
+                pass
+        with CT.stage("a"):
+            pass
+    assert list(outer.seconds) == ["a"] and list(inner.seconds) == ["b"]
+    assert outer.total >= sum(outer.seconds.values()) >= 0
+    assert outer.unattributed >= 0
+    d = outer.as_dict()
+    assert set(d) == {"total_s", "stages_s", "other_s"}
+    assert "total" in outer.table()
+
+
+def test_a_stage_that_raises_is_still_timed():
+    with CT.recording() as rec:
+        with pytest.raises(ValueError):
+            with CT.stage("boom"):
+                raise ValueError
+    assert "boom" in rec.seconds
+
+
+def test_cpu_compile_breakdown_names_every_stage(tmp_path):
+    pytest.importorskip("llvmlite")
+    from pyshark.codegen.cpu.backend import compile_breakdown
+    from pyshark.codegen.cpu.link import find_c_compiler
+    rec = compile_breakdown(tmp_path / "scale.py", text=SRC)
+    want = (["cache-key", "parse", "metadata", "translate", "check"]
+            + stage_names(pipeline_for(None))
+            + ["kir-check", "emit-llvm", "llvm-parse", "llvm-verify", "llvm-optimise",
+               "libmvec", "artifacts", "load"]
+            + (["llvm-object", "link"] if find_c_compiler() else []))
+    assert set(want) <= set(rec.seconds), set(want) - set(rec.seconds)
+    assert all(s >= 0 for s in rec.seconds.values())
+    assert rec.total >= sum(rec.seconds.values())
+
+
+def test_compile_report_note_names_the_slowest_stages():
+    from benchmarks.compile_report import breakdown_note
+    note = breakdown_note("m", 0.5, {"a": 0.1, "b": 0.3, "c": 0.05})
+    assert note.startswith("m: cold compile 500 ms") and note.index("b 300") < note.index("a 100")
