@@ -2,7 +2,7 @@
 # The GPU profile (--profile gpu) in chunks that each end well inside a 10-minute limit, so that
 # each can be one remote command; the rows of every chunk are merged into OUT after each one.
 #
-#   bash benchmarks/gpu.sh OUT CHUNK      CHUNK: 1 .. 6, merge, all (1 .. 6 then merge), list
+#   bash benchmarks/gpu.sh OUT CHUNK      CHUNK: 1 .. 7, merge, all (1 .. 7 then merge), list
 #
 # Chunk N writes OUT/N-NAME/ (rows.jsonl as each row finishes, results.*) and then merges every
 # chunk so far into OUT/results.{md,txt,json} (and chart.png when matplotlib imports). A chunk
@@ -13,8 +13,8 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 REPO=$PWD
-OUT=${1:?usage: bash benchmarks/gpu.sh OUT CHUNK (1..6, merge, all, list)}
-CHUNK=${2:?usage: bash benchmarks/gpu.sh OUT CHUNK (1..6, merge, all, list)}
+OUT=${1:?usage: bash benchmarks/gpu.sh OUT CHUNK (1..7, merge, all, list)}
+CHUNK=${2:?usage: bash benchmarks/gpu.sh OUT CHUNK (1..7, merge, all, list)}
 PY=${PYTHON:-python3}
 DEADLINE=${DEADLINE:-420}
 export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$REPO"
@@ -25,8 +25,9 @@ names=(
     "2-filter-histogram --programs filter,histogram,max_histogram"
     "3-nbody-matmul --programs nbody,matmul"
     "4-grids --programs mandelbrot,hotspot,pathfinder,kmeans,blackscholes"
-    "5-locvolcalib --programs locvolcalib"
+    "5-locvolcalib --programs locvolcalib,locvolcalib_outside"
     "6-compile --compile-report-only"
+    "7-ports --programs hotspot_rodinia,srad,sgemm,mri_q,crystal,backprop"
 )
 
 bench() { "$PY" -P -m benchmarks "$@"; }
@@ -59,14 +60,14 @@ run_chunk() {
 }
 
 case $CHUNK in
-    [1-6]) run_chunk "$CHUNK" ;;
+    [1-7]) run_chunk "$CHUNK" ;;
     merge) merge ;;
     all)
         status=0
-        for c in 1 2 3 4 5 6; do run_chunk "$c" || status=1; done
+        for c in 1 2 3 4 5 6 7; do run_chunk "$c" || status=1; done
         merge
         exit $status ;;
     list)
-        for c in 1 2 3 4 5 6; do echo "$c: ${names[$c]}"; done ;;
-    *) echo "gpu.sh: unknown chunk $CHUNK (1..6, merge, all, list)" >&2; exit 2 ;;
+        for c in 1 2 3 4 5 6 7; do echo "$c: ${names[$c]}"; done ;;
+    *) echo "gpu.sh: unknown chunk $CHUNK (1..7, merge, all, list)" >&2; exit 2 ;;
 esac

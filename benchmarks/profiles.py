@@ -41,6 +41,10 @@ GPU = Profile(
         ("matmul", "large"), ("nbody", "large"), ("mandelbrot", "medium"),
         ("hotspot", "medium"), ("pathfinder", "large"), ("kmeans", "medium"),
         ("blackscholes", "medium"), ("locvolcalib", "small"), ("locvolcalib", "medium"),
+        ("locvolcalib_outside", "small"), ("locvolcalib_outside", "medium"),
+        # issue 17's programs in their authors' shapes
+        ("hotspot_rodinia", "medium"), ("srad", "medium"), ("sgemm", "medium"),
+        ("mri_q", "medium"), ("crystal", "medium"), ("backprop", "medium"),
     ),
     backends="opencl,cpu",
     peers="cupy,cuda,numpy,numba",

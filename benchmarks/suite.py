@@ -187,6 +187,16 @@ BENCHMARKS = [
                             f32(0.2), f32(0.6), f32(0.5)),
               rtol=1e-4, atol=1e-6,
               about="FinPar; sizes are outer, numX, numY, numT (small and medium as FinPar's)"),
+    Benchmark("locvolcalib_outside", "locvolcalib", "locvolcalib_outside",
+              {"tiny": {"outer": 2, "numX": 8, "numY": 16, "numT": 8},
+               "small": {"outer": 16, "numX": 32, "numY": 256, "numT": 256},
+               "medium": {"outer": 128, "numX": 256, "numY": 32, "numT": 64},
+               "large": {"outer": 256, "numX": 256, "numY": 256, "numT": 256}},
+              lambda p, r: (p["outer"], p["numX"], p["numY"], p["numT"], f32(0.03), f32(5.0),
+                            f32(0.2), f32(0.6), f32(0.5)),
+              rtol=1e-4, atol=1e-6,
+              about="locvolcalib written loop-outside (the time loop over a map of the strikes); "
+                    "the same peers"),
     # issue 17: programs in their original authors' shapes (benchmarks/programs/*, docstrings)
     Benchmark("hotspot_rodinia", "hotspot_rodinia", "hotspot_rodinia",
               {"tiny": {"n": 16, "iter": 4}, "small": {"n": 512, "iter": 20},

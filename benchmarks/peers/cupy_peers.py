@@ -122,3 +122,6 @@ def blackscholes(spot, strike, years, rate, volatility):
 
 def locvolcalib(outer, num_x, num_y, num_t, s0, t, alpha, nu, beta):
     return _np.locvolcalib(outer, num_x, num_y, num_t, s0, t, alpha, nu, beta, xp=cupy)
+
+
+locvolcalib_outside = locvolcalib     # the same values; the PyShark entry is written loop-outside

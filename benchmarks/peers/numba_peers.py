@@ -297,6 +297,7 @@ def blackscholes(spot, strike, years, rate, volatility):
 
 
 from .numba_locvolcalib import locvolcalib  # noqa: E402,F401  (long enough for its own file)
+locvolcalib_outside = locvolcalib     # the same values; the PyShark entry is written loop-outside
 
 
 @njit

@@ -139,6 +139,7 @@ def blackscholes(spot, strike, years, rate, volatility, xp=np):
 
 
 from .numpy_locvolcalib import locvolcalib  # noqa: E402,F401  (long enough for its own file)
+locvolcalib_outside = locvolcalib     # the same values; the PyShark entry is written loop-outside
 
 
 def _scatter(dest, idxs, vals):

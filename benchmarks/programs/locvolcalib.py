@@ -18,6 +18,10 @@ __pyshark_cases__ = [
     {"entry": "locvolcalib", "args": [5, 16, 8, 8, 0.0035, 5.0, 0.2, 0.6, 0.5],
      "expected": [0.0034999985, 0.0025, 0.0019557667, 0.0019540319, 0.0018823470]},
     {"entry": "locvolcalib", "args": [0, 16, 8, 8, 0.03, 5.0, 0.2, 0.6, 0.5], "expected": []},
+    {"entry": "locvolcalib_outside", "args": [5, 16, 8, 8, 0.0035, 5.0, 0.2, 0.6, 0.5],
+     "expected": [0.0034999985, 0.0025, 0.0019557667, 0.0019540319, 0.0018823470]},
+    {"entry": "locvolcalib_outside", "args": [0, 16, 8, 8, 0.03, 5.0, 0.2, 0.6, 0.5],
+     "expected": []},
 ]
 
 
@@ -115,10 +119,9 @@ def rollback(dx: Grid, dxx: Grid, dy: Grid, dyy: Grid, mu_x: Grid, var_x: Grid, 
     return ps.transpose(implicit_method(dy, dyy, mu_y, var_y, y, dt_inv))
 
 
-def value(num_x: int, num_y: int, num_t: int, s0: ps.f32, strike: ps.f32, t: ps.f32,
-          alpha: ps.f32, nu: ps.f32, beta: ps.f32) -> ps.f32:
-    """The calibrated value for one strike."""
-    # the grid
+def grid(num_x: int, num_y: int, num_t: int, s0: ps.f32, t: ps.f32, alpha: ps.f32,
+         nu: ps.f32) -> tuple[F32s, F32s, F32s, int, int]:
+    """(timeline, xs, ys, x_index, y_index): the grid, which no strike changes."""
     timeline = ps.map(lambda i: t * ps.f32(i) / (ps.f32(num_t) - 1.0), ps.iota(num_t))
     std_x = 20.0 * alpha * s0 * ps.sqrt(t)
     std_y = 10.0 * nu * ps.sqrt(t)
@@ -130,6 +133,13 @@ def value(num_x: int, num_y: int, num_t: int, s0: ps.f32, strike: ps.f32, t: ps.
     xs = ps.map(lambda i: ps.f32(i) * step_x - ps.f32(x_index) * step_x + s0, ps.iota(num_x))
     ys = ps.map(lambda i: ps.f32(i) * step_y - ps.f32(y_index) * step_y + log_alpha,
                 ps.iota(num_y))
+    return timeline, xs, ys, x_index, y_index
+
+
+def value(num_x: int, num_y: int, num_t: int, s0: ps.f32, strike: ps.f32, t: ps.f32,
+          alpha: ps.f32, nu: ps.f32, beta: ps.f32) -> ps.f32:
+    """The calibrated value for one strike."""
+    timeline, xs, ys, x_index, y_index = grid(num_x, num_y, num_t, s0, t, alpha, nu)
     # the operators and the payoff
     dx = ps.map(lambda i: first_derivative(xs, i), ps.iota(num_x))
     dxx = ps.map(lambda i: second_derivative(xs, i), ps.iota(num_x))
@@ -152,6 +162,34 @@ def value(num_x: int, num_y: int, num_t: int, s0: ps.f32, strike: ps.f32, t: ps.
 @ps.entry
 def locvolcalib(outer: int, num_x: int, num_y: int, num_t: int, s0: ps.f32, t: ps.f32,
                 alpha: ps.f32, nu: ps.f32, beta: ps.f32) -> F32s:
-    """The values for the strikes 0.001 * i, i < outer."""
+    """The values for the strikes 0.001 * i, i < outer (FShark's shape: the
+    time loop inside the map over strikes)."""
     strikes = ps.map(lambda i: 0.001 * ps.f32(i), ps.iota(outer))
     return ps.map(lambda k: value(num_x, num_y, num_t, s0, k, t, alpha, nu, beta), strikes)
+
+
+@ps.entry
+def locvolcalib_outside(outer: int, num_x: int, num_y: int, num_t: int, s0: ps.f32,
+                        t: ps.f32, alpha: ps.f32, nu: ps.f32, beta: ps.f32) -> F32s:
+    """The same values, written loop-outside: the grid, the operators and
+    the volatilities once for all strikes, then the time loop over a map of
+    the strikes' grids (what the GPU's kernel extraction makes of the entry
+    above by itself; issue 17 measures the two against each other)."""
+    timeline, xs, ys, x_index, y_index = grid(num_x, num_y, num_t, s0, t, alpha, nu)
+    dx = ps.map(lambda i: first_derivative(xs, i), ps.iota(num_x))
+    dxx = ps.map(lambda i: second_derivative(xs, i), ps.iota(num_x))
+    dy = ps.map(lambda i: first_derivative(ys, i), ps.iota(num_y))
+    dyy = ps.map(lambda i: second_derivative(ys, i), ps.iota(num_y))
+    results = ps.map(lambda i: ps.map(lambda y: ps.map(
+        lambda x: ps.max(x - 0.001 * ps.f32(i), 0.0), xs), ys), ps.iota(outer))
+    mu_x = ps.replicate(num_y, ps.replicate(num_x, ps.f32(0.0)))
+    mu_y = ps.replicate(num_x, ps.replicate(num_y, ps.f32(0.0)))
+    var_y = ps.replicate(num_x, ps.replicate(num_y, nu * nu))
+    for g in range(num_t - 2, -1, -1):
+        tg = timeline[g]
+        var_x = ps.map(lambda y: ps.map(
+            lambda x: ps.exp(2.0 * (beta * ps.log(x) + y - 0.5 * nu * nu * tg)), xs), ys)
+        dt_inv = 1.0 / (timeline[g + 1] - tg)
+        results = ps.map(lambda r: rollback(dx, dxx, dy, dyy, mu_x, var_x, mu_y, var_y, r,
+                                            dt_inv), results)
+    return ps.map(lambda r: r[y_index, x_index], results)
