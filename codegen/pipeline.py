@@ -17,6 +17,7 @@ from pyshark.errors import InternalCompilerError
 from .opt.cse import cse
 from .opt.flatten import flatten
 from .opt.fuse import fuse
+from .opt.hoist import hoist_invariants
 from .opt.inline import inline
 from .opt.simplify import simplify
 
@@ -29,6 +30,7 @@ PASSES: list[tuple[str, Pass]] = [
     ("cse", cse),             # common subexpressions
     ("fuse", fuse),           # map-map fusion, vertical and horizontal
     ("simplify", simplify),   # clean up after fusion
+    ("hoist", hoist_invariants),   # a map's element-invariant arrays and SOACs, once
 ]
 
 # The gpu target (Target.family "gpu") runs these after PASSES: kernel

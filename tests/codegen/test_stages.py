@@ -21,9 +21,9 @@ GPU = gpu_target(256, 32768, False)
 TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
-CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "lower",
+CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist", "lower",
              "hoist-allocations", "jam-while", "stream-stores"]
-GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "flatten",
+GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist", "flatten",
              "simplify-after-flatten", "lower", "hoist-allocations", "expand-allocations",
              "coarsen"]
 
@@ -72,7 +72,7 @@ def test_a_stage_that_breaks_the_ir_is_named():
                         m.messages)
     stages = ST.pipeline_for(MULTICORE)
     stages.insert(ST.stage_names(stages).index("lower") + 1, ("breaks-it", broken))
-    with pytest.raises(InternalCompilerError, match="stage 8 'breaks-it' produced invalid "
+    with pytest.raises(InternalCompilerError, match="stage 9 'breaks-it' produced invalid "
                                                     "kernel IR: never_set read before"):
         ST.run_stages(_program("saxpy"), stages, check=True)
     assert isinstance(ST.run_stages(_program("saxpy"), stages), K.Module)    # unchecked

@@ -41,7 +41,7 @@ ARGS = {
 
 def test_pass_list():
     assert [name for name, _ in PASSES] == ["empty-shapes", "inline", "simplify", "cse", "fuse",
-                                            "simplify"]
+                                            "simplify", "hoist"]
     assert all(callable(run) for _, run in PASSES)
 
 

@@ -1,0 +1,117 @@
+"""hoist: a statement in a map's function that does not depend on the mapped
+element, cannot raise and builds an array or runs a SOAC is computed once,
+before the map, instead of once per element (loop-invariant code motion
+for SOAC lambdas, the hoisting Futhark's simplifier does).
+
+The shape it is for: Parboil's sgemm as Futhark writes it,
+`map (\\xs -> map (\\ys -> dotprod xs ys) (transpose yss)) xss`, whose
+`transpose yss` sits inside the map over the rows of xss: lowered as
+written, every row of xss copied all of yss (2,000x NumPy's time at
+1024^2 on the H200 host). Scalars are left where they are (LLVM's LICM
+hoists them, and the lowering's size facts read them in place).
+
+Why it keeps the golden rule:
+- Values: the statement reads only names bound outside the map (or hoisted
+  before it), so every element computed the same value; it now computes it
+  once.
+- Errors: only statements that cannot raise (analysis.may_raise) move, so
+  no error can appear, vanish or change order; a map of width 0 now computes
+  the statement once and drops it (time, not meaning). While loops never
+  move (they might not terminate where the empty map never ran them).
+- Ownership: a statement whose array, or an alias of it, an update in the
+  function may overwrite (analysis.consumable_names) stays: each element
+  needs its own copy then.
+Nested maps are processed inside out, so an invariant of an inner map that
+is also invariant of the outer one climbs out of both.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pyshark.core import ir
+from pyshark.core.traverse import free_vars, iter_stms, map_exp
+from pyshark.core.types import ArrayType
+
+from .analysis import Facts, consumable_names, may_raise
+from .rewrite import map_functions
+
+_SOACS = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter)
+
+
+def hoist_invariants(program: ir.Program) -> ir.Program:
+    return map_functions(program, lambda f: replace(f, body=_body(f.body, Facts())))
+
+
+def _identity(a):
+    return a
+
+
+def _body(body: ir.Body, facts: Facts) -> ir.Body:
+    """body with its maps' invariants hoisted; `facts` (array lengths, known
+    before body) let may_raise see that a map's widths agree."""
+    out: list[ir.Let] = []
+    changed = False
+    for s in body.stms:
+        e = map_exp(s.exp, _identity, lambda b: _body(b, facts.child()))
+        if e.__class__ is ir.Map:
+            moved, e = _hoist_from(e, facts)
+            for t in moved:
+                facts.record(t)
+            out.extend(moved)
+            changed = changed or bool(moved)
+        if e is not s.exp:
+            s = replace(s, exp=e)
+            changed = True
+        facts.record(s)
+        out.append(s)
+    return ir.Body(tuple(out), body.result) if changed else body
+
+
+def _worth(s: ir.Let) -> bool:
+    """An array-building statement or a SOAC (scalars stay: LLVM hoists them)."""
+    return (s.exp.__class__ in _SOACS
+            or any(isinstance(v.type, ArrayType) for v in s.pat))
+
+
+def _has_while(e: ir.Exp) -> bool:
+    if e.__class__ is ir.Loop and e.form.__class__ is not ir.ForLoop:
+        return True
+    return any(_has_while(x.exp) for b in _bodies(e) for x in iter_stms(b))
+
+
+def _bodies(e: ir.Exp) -> list:
+    found: list = []
+    map_exp(e, _identity, lambda b: found.append(b) or b)
+    return found
+
+
+def _hoist_from(m: ir.Map, outer: Facts) -> tuple[list[ir.Let], ir.Map]:
+    """(statements moved out of m's function, m without them): the worthy
+    invariant statements and the invariant ones they read (a size, say)."""
+    lam = m.lam
+    variant = {p.name for p in lam.params}
+    consumed = consumable_names(lam.body)
+    stms = lam.body.stms
+    invariant: list[bool] = []
+    facts = outer.child()
+    for s in stms:
+        names = {v.name for v in s.pat}
+        inv = (not (free_vars(s.exp) & variant) and not (names & consumed)
+               and not may_raise(s.exp, facts) and not _has_while(s.exp))
+        invariant.append(inv)
+        if not inv:
+            variant |= names
+        facts.record(s)
+    move = [inv and _worth(s) for s, inv in zip(stms, invariant)]
+    if not any(move):
+        return [], m
+    needed = set().union(*(free_vars(s.exp) for s, mv in zip(stms, move) if mv))
+    for k in range(len(stms) - 1, -1, -1):       # the invariant statements they read
+        if invariant[k] and not move[k] and any(v.name in needed for v in stms[k].pat):
+            move[k] = True
+            needed |= free_vars(stms[k].exp)
+    body = ir.Body(tuple(s for s, mv in zip(stms, move) if not mv), lam.body.result)
+    return [s for s, mv in zip(stms, move) if mv], replace(m, lam=replace(lam, body=body))
+
+
+__all__ = ["hoist_invariants"]
