@@ -538,7 +538,7 @@ class Splitter:
 
     def piece(self, s, env: Env, watch, lo, hi, start, end, lows, highs, flat, wide) -> list:
         par = isinstance(s, K.ParFor)
-        m = {n: self.fresh(K.KVar(n, t)) for n, t in _declared_types(s.body).items()}
+        m = {n: self.fresh(K.KVar(n, t)) for n, t in self.local_types(s.body).items()}
         v = self.fresh(s.var)
         m[s.var.name] = v
         body = K.rename_block(s.body, m)
@@ -634,8 +634,21 @@ class Splitter:
             leaves.append((e.op, x, y))
         return leaves
 
+    def local_types(self, b: K.Block) -> dict:
+        """The variables only `b` assigns (renamed apart in a copy); one
+        that is also set outside (a sequential loop's accumulator) keeps
+        its name, so its value flows from piece to piece."""
+        n_in: dict = {}
+        types: dict = {}
+        for s in walk_stms(b):
+            for v in binders(s):
+                n_in[v.name] = n_in.get(v.name, 0) + 1
+                types[v.name] = v.type
+        return {n: t for n, t in types.items()
+                if n_in[n] >= self.count.get(n, 0) or n in self.counters}
+
     def rename_apart(self, f: K.For) -> K.For:
-        m = {n: self.fresh(K.KVar(n, t), "f") for n, t in _declared_types(f.body).items()}
+        m = {n: self.fresh(K.KVar(n, t), "f") for n, t in self.local_types(f.body).items()}
         m[f.var.name] = self.fresh(f.var, "f")
         return K.rename_block(K.Block((f,)), m).stms[0]
 

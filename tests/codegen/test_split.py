@@ -98,6 +98,24 @@ def edges(g: ps.Array[ps.Array[int]], k: int) -> ps.Array[ps.Array[int]]:
                           else g[r - 1, c + k])
 '''
 
+CARRIED = '''
+
+@ps.entry
+def carried(xs: ps.Array[int], k: int) -> tuple[int, ps.Array[int]]:
+    # sequential loops whose accumulators cross the split points
+    total = 0
+    for i in range(len(xs)):
+        total = total + (xs[i] if i < k else -xs[i])
+
+    def row(i: int) -> int:
+        acc = 0
+        for j in range(len(xs)):
+            acc = acc + (xs[j] * i if j == 0 or j == len(xs) - 1 else xs[j - 1])
+        return acc
+    return (total, ps.tabulate(len(xs), row))
+'''
+SRC = SRC + CARRIED
+
 ARGS = dict(cap=np.float32(0.5), rx=np.float32(0.1), ry=np.float32(0.2), rz=np.float32(0.05),
             amb=np.float32(80.0))
 
@@ -138,7 +156,9 @@ def _same(mods, name, *args):
         assert str(got.value) == str(before.value)
         return
     got = getattr(nat, name)(*args)
-    np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=2e-6, atol=1e-4)
+    pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+    for g, w in pairs:
+        np.testing.assert_allclose(np.asarray(g), np.asarray(w), rtol=2e-6, atol=1e-4)
 
 
 SHAPES = [(1, 1), (1, 5), (5, 1), (2, 2), (2, 3), (3, 2), (3, 3), (4, 7), (7, 17), (9, 33),
@@ -167,6 +187,12 @@ def test_split_point_anywhere(mods, n, k):
     xs = np.arange(n, dtype=np.int64) * 3 + 1
     _same(mods, "below", xs, k)
     _same(mods, "at_most", xs, k)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 3, 10])
+@pytest.mark.parametrize("k", [-1, 0, 1, 3, 11])
+def test_carried_values_cross_pieces(mods, n, k):
+    _same(mods, "carried", np.arange(n, dtype=np.int64) + 2, k)
 
 
 @pytest.mark.parametrize("n,k", [(5, 0), (5, 1), (5, 4), (5, 5), (5, -1), (5, -6), (1, 3),
