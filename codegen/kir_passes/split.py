@@ -538,7 +538,7 @@ class Splitter:
 
     def piece(self, s, env: Env, watch, lo, hi, start, end, lows, highs, flat, wide) -> list:
         par = isinstance(s, K.ParFor)
-        m = {n: self.fresh(K.KVar(n, t)) for n, t in self.local_types(s.body).items()}
+        m = self.renaming(s.body, "s")
         v = self.fresh(s.var)
         m[s.var.name] = v
         body = K.rename_block(s.body, m)
@@ -638,17 +638,23 @@ class Splitter:
         """The variables only `b` assigns (renamed apart in a copy); one
         that is also set outside (a sequential loop's accumulator) keeps
         its name, so its value flows from piece to piece."""
-        n_in: dict = {}
-        types: dict = {}
-        for s in walk_stms(b):
-            for v in binders(s):
-                n_in[v.name] = n_in.get(v.name, 0) + 1
-                types[v.name] = v.type
+        n_in, types = _binder_counts(b)
         return {n: t for n, t in types.items()
                 if n_in[n] >= self.count.get(n, 0) or n in self.counters}
 
+    def renaming(self, b: K.Block, tag: str) -> dict:
+        """Fresh names for what only `b` assigns, each counted as often as
+        the name it replaces is set in b."""
+        n_in, _ = _binder_counts(b)
+        m = {n: self.fresh(K.KVar(n, t), tag) for n, t in self.local_types(b).items()}
+        for n, v in m.items():
+            self.count[v.name] = n_in[n]
+            if n in self.counters:
+                self.counters.add(v.name)
+        return m
+
     def rename_apart(self, f: K.For) -> K.For:
-        m = {n: self.fresh(K.KVar(n, t), "f") for n, t in self.local_types(f.body).items()}
+        m = self.renaming(f.body, "f")
         m[f.var.name] = self.fresh(f.var, "f")
         return K.rename_block(K.Block((f,)), m).stms[0]
 
@@ -668,8 +674,14 @@ class _Optimistic(dict):
         return dict.get(self, k, BIG)
 
 
-def _declared_types(b: K.Block) -> dict:
-    return {v.name: v.type for s in walk_stms(b) for v in binders(s)}
+def _binder_counts(b: K.Block):
+    n_in: dict = {}
+    types: dict = {}
+    for s in walk_stms(b):
+        for v in binders(s):
+            n_in[v.name] = n_in.get(v.name, 0) + 1
+            types[v.name] = v.type
+    return n_in, types
 
 
 def split_function(fn: K.Function) -> K.Function:
