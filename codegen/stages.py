@@ -33,6 +33,7 @@ from .kir_passes.coarsen import coarsen_parfors
 from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
+from .kir_passes.split import split_index_sets
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
 from .pipeline import passes_for
@@ -70,7 +71,7 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     already) and streaming stores (x86's; OpenCL C has none) for the mc
     family; allocation expansion (a kernel has no heap) and coarsening for
     the gpu family."""
-    stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
+    stages: list[Stage] = [("hoist-allocations", hoist_allocations), ("split", split_index_sets)]
     if target.gpu:
         return stages + gpu_kernel_stages(target)
     return stages + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)]

@@ -3,6 +3,9 @@ says which run for a target and in what order.
 
 - memory.py, `hoist_allocations`: loop-invariant temporaries allocated once
   per loop (every target).
+- split.py, `split_index_sets`: index-set splitting of a loop whose body
+  branches on affine comparisons of its index (boundary strips and an
+  interior that folds to straight-line code; every target).
 - jam_while.py, `jam_while_loops`: unroll-and-jam of a parallel loop around
   a data-dependent while loop (the CPU family: latency hiding).
 - streaming.py, `stream_stores`: nontemporal stores for large fresh

@@ -21,10 +21,11 @@ GPU = gpu_target(256, 32768, False)
 TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
-CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist", "lower",
-             "hoist-allocations", "jam-while", "stream-stores"]
-GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist", "flatten",
-             "simplify-after-flatten", "lower", "hoist-allocations", "expand-allocations",
+CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
+             "lower", "hoist-allocations", "split", "jam-while", "stream-stores"]
+GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
+             "flatten", "simplify-after-flatten", "lower", "hoist-allocations", "split",
+             "expand-allocations",
              "coarsen"]
 
 
