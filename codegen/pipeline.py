@@ -7,6 +7,7 @@ broken invariant is reported against the pass that broke it.
 """
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from pyshark.core import ir
@@ -47,6 +48,9 @@ def passes_for(target=None) -> list[tuple[str, Pass]]:
     """The pass list for a target (codegen/target.py): PASSES, plus
     GPU_PASSES for the gpu family when its record asks for them."""
     if target is not None and getattr(target, "gpu", False) and getattr(target, "flatten", False):
+        below = getattr(target, "distribute_below", 0)
+        if below:
+            return PASSES + [("flatten", partial(flatten, distribute_below=below))] + GPU_PASSES[1:]
         return PASSES + GPU_PASSES
     return PASSES
 

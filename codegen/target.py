@@ -29,6 +29,9 @@ class Target:
                                 # (kir_passes/coarsen.py; 1: none)
     fill: int = 32              # gpu: a full pass over an array (reduce, scan, filter)
                                 # runs NumThreads x fill work-items (gpu/group.group_count)
+    distribute_below: int = 0   # gpu: a host-level map whose function is several SOACs
+                                # (no loop) is distributed when its width is below this,
+                                # decided at run time (flatten.py, "Versions"; 0: never)
 
     @property
     def gpu(self) -> bool:
@@ -40,7 +43,7 @@ MULTICORE = Target()
 
 def gpu_target(max_group: int, local_mem: int, atomics64: bool,
                lookback: bool = True, flatten: bool = True, coarsen: int = 4,
-               fill: int = 32) -> Target:
+               fill: int = 32, distribute_below: int = 8192) -> Target:
     """A gpu target for a device's limits: groups of 256 work-items (or the
     largest power of two the device allows), at most 32 KiB of local memory
     a group (half of what most GPUs have per compute unit, so two groups fit)."""
@@ -48,4 +51,4 @@ def gpu_target(max_group: int, local_mem: int, atomics64: bool,
     while g * 2 <= min(256, max_group):
         g *= 2
     return Target("gpu", g, min(32768, max(local_mem, 0)), atomics64, lookback, flatten,
-                  max(1, coarsen), max(1, fill))
+                  max(1, coarsen), max(1, fill), max(0, distribute_below))

@@ -266,10 +266,13 @@ class Device:
         coarsen = int(os.environ.get("PYSHARK_OPENCL_COARSEN", "4"))
         # work-items of a pass over an array, per unit of NumThreads (gpu/group.group_count)
         fill = int(os.environ.get("PYSHARK_OPENCL_FILL", "32"))
+        # maps of several SOACs narrower than this are distributed (flatten.py, "Versions")
+        below = int(os.environ.get("PYSHARK_OPENCL_DISTRIBUTE_BELOW", "8192"))
         return gpu_target(max_group=limit,
                           local_mem=int(dev.local_mem_size),
                           atomics64="cl_khr_int64_base_atomics" in dev.extensions,
-                          lookback=lookback, flatten=flatten, coarsen=coarsen, fill=fill)
+                          lookback=lookback, flatten=flatten, coarsen=coarsen, fill=fill,
+                          distribute_below=below)
 
     def program(self, source: str, kernel_names: list, extra_options=()) -> list:
         """[(cl.Kernel, work-group size)] for the named kernels of a program,

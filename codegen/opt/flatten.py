@@ -46,6 +46,17 @@ Why it keeps the golden rule:
   declined.
 - Termination: maps containing while loops are left alone.
 
+Versions (incremental flattening's run-time choice, Henriksen et al.,
+PPoPP 2019, in its simplest form): a map whose function runs several SOACs
+and no loop (LocVolCalib's time step over the strikes, written
+loop-outside) is worth distributing only when the map itself is too narrow
+to fill the device; a wide one runs best as it is, one work-item per
+element. With `distribute_below` (the target's; PYSHARK_OPENCL_DISTRIBUTE_BELOW)
+such a map becomes `if 0 < width < below: distributed else: the map`, both
+computing the same values (the argument above), so which one runs is a
+question of speed only. Maps with a loop are distributed unconditionally, as
+before.
+
 Declines (the map is left unchanged) wherever one of these does not hold,
 and on maps that have no for-loop with inner parallelism at the top of
 their function (nothing to gain).
@@ -57,7 +68,7 @@ from typing import Optional
 
 from pyshark.core import ir
 from pyshark.core.empty_shapes import empty_dims_of, returns_arrays
-from pyshark.core.traverse import free_vars, iter_stms
+from pyshark.core.traverse import binder_vars, free_vars, iter_stms
 from pyshark.core.types import ArrayType, BOOL, I64, ScalarType, array_of
 
 from .analysis import Facts, RegularResults, consumable_names, may_raise
@@ -70,26 +81,29 @@ class _Decline(Exception):
     pass
 
 
-def flatten(program: ir.Program) -> ir.Program:
-    return map_functions(program, _flatten_fun)
+def flatten(program: ir.Program, distribute_below: int = 0) -> ir.Program:
+    """`distribute_below` > 0: also distribute host-level maps whose function
+    is several SOACs and no loop, when their width is below it (a run-time
+    choice between the two versions, see "Versions" below)."""
+    return map_functions(program, lambda f: _flatten_fun(f, distribute_below))
 
 
-def _flatten_fun(fun: ir.FunDef) -> ir.FunDef:
+def _flatten_fun(fun: ir.FunDef, below: int = 0) -> ir.FunDef:
     names = NameGen(fundef_names(fun))
-    body = _host_body(fun.body, names)
+    body = _host_body(fun.body, names, below)
     return fun if body is fun.body else replace(fun, body=body)
 
 
-def _host_body(body: ir.Body, names: NameGen) -> ir.Body:
+def _host_body(body: ir.Body, names: NameGen, below: int = 0) -> ir.Body:
     """body with its host-level maps distributed (host-level loop bodies and
     branches too; never inside a lambda)."""
     out: list[ir.Let] = []
     changed = False
     for s in body.stms:
         e = s.exp
-        if e.__class__ is ir.Map and _worth(e):
+        if e.__class__ is ir.Map and (_worth(e) or (below and _worth_versions(e))):
             try:
-                new = _Distribute(names, s).run()
+                new = _Distribute(names, s, None if _worth(e) else below).run()
             except _Decline:
                 new = None
             if new is not None:
@@ -97,12 +111,12 @@ def _host_body(body: ir.Body, names: NameGen) -> ir.Body:
                 changed = True
                 continue
         elif e.__class__ is ir.Loop:
-            b = _host_body(e.body, names)
+            b = _host_body(e.body, names, below)
             if b is not e.body:
                 s = replace(s, exp=replace(e, body=b))
                 changed = True
         elif e.__class__ is ir.If:
-            t, f = _host_body(e.then_body, names), _host_body(e.else_body, names)
+            t, f = _host_body(e.then_body, names, below), _host_body(e.else_body, names, below)
             if t is not e.then_body or f is not e.else_body:
                 s = replace(s, exp=replace(e, then_body=t, else_body=f))
                 changed = True
@@ -132,13 +146,31 @@ def _worth(m: ir.Map) -> bool:
     return False
 
 
+def _worth_versions(m: ir.Map) -> bool:
+    """The map's function runs, at its top level, two or more SOACs over
+    arrays (inner parallelism a narrow map would leave sequential, e.g. one
+    LocVolCalib time step over the strikes, written loop-outside), no loop
+    at its top level (_worth's case) and no while loop; a single SOAC is a
+    nest the gpu lowering runs flat already."""
+    if not m.arrs:
+        return False
+    for s in iter_stms(m.lam.body):
+        if s.exp.__class__ is ir.Loop and s.exp.form.__class__ is not ir.ForLoop:
+            return False
+    top = m.lam.body.stms
+    if any(s.exp.__class__ is ir.Loop for s in top):
+        return False
+    return sum(s.exp.__class__ in _SOACS for s in top) >= 2
+
+
 def _may_raise(e: ir.Exp) -> bool:
     return may_raise(e, Facts())
 
 
 class _Distribute:
-    def __init__(self, names: NameGen, stm: ir.Let):
+    def __init__(self, names: NameGen, stm: ir.Let, below: Optional[int] = None):
         self.names = names
+        self.below = below          # versions: distribute only when width < below
         self.stm = stm
         self.m: ir.Map = stm.exp
         self.w = self.m.width
@@ -177,6 +209,8 @@ class _Distribute:
                 y = self.names.var(v)
                 out.append(self._let((y,), ir.Replicate(w, r)))
                 results.append(y)
+        if self.below is not None:
+            return self._versions(pre, out, results)
         if not self.need_guard:
             return pre + out + [self._let((v,), ir.AtomExp(x))
                                 for v, x in zip(self.stm.pat, results)]
@@ -188,6 +222,26 @@ class _Distribute:
         pre.append(self._let(self.stm.pat, ir.If(cond, then_body, else_body,
                                                  tuple(v.type for v in self.stm.pat))))
         return pre
+
+    def _versions(self, pre: list, out: list, results: list) -> list[ir.Let]:
+        """if 0 < width < below: the map's width checks and the distributed
+        statements, else the map as it was (which also runs an empty map,
+        keeping its rows' dimensions)."""
+        w = self.w
+        pos, narrow, cond = (self.names.var(ir.Var("nonempty", BOOL)),
+                             self.names.var(ir.Var("narrow", BOOL)),
+                             self.names.var(ir.Var("distribute", BOOL)))
+        head = [self._let((pos,), ir.BinOp("gt", w, ir.Const(0, I64))),
+                self._let((narrow,), ir.BinOp("lt", w, ir.Const(self.below, I64))),
+                self._let((cond,), ir.BinOp("land", pos, narrow))]
+        then_body = ir.Body(tuple(pre + out), tuple(results))
+        pat = tuple(self.names.var(v) for v in self.stm.pat)
+        # the map as it was, its binders renamed (the distributed statements
+        # reuse them, and names are bound once per function)
+        fresh = {v.name: self.names.var(v) for v in binder_vars(self.m)}
+        else_body = ir.Body((self._let(pat, subst(self.m, fresh)),), pat)
+        return head + [self._let(self.stm.pat, ir.If(cond, then_body, else_body,
+                                                     tuple(v.type for v in self.stm.pat)))]
 
     def _empty_map(self) -> ir.Body:
         """The map's results when its width is 0: a map with the same inputs

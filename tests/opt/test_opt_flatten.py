@@ -49,7 +49,9 @@ def _top_maps(fun: ir.FunDef) -> list[ir.Let]:
 
 def test_mc_pipeline_unchanged():
     assert passes_for(None) is PASSES and passes_for(MULTICORE) is PASSES
-    assert passes_for(GPU) == PASSES + GPU_PASSES
+    names = [n for n, _ in passes_for(GPU)]
+    assert names == [n for n, _ in PASSES + GPU_PASSES]
+    assert passes_for(GPU)[len(PASSES)][1].keywords == {"distribute_below": 8192}
     p = translate_file(str(ROOT / "benchmarks/programs/locvolcalib.py"))
     assert pretty_program(optimise(p)) == pretty_program(optimise(p, target=MULTICORE))
 
@@ -67,6 +69,10 @@ def test_flatten_on_corpus(stem):
     alone = flatten(program)
     check_program(alone)
     diffs = differences(stem, alone)
+    assert not diffs, "\n".join(diffs[:5])
+    versions = flatten(program, distribute_below=3)    # the corpus's small maps distributed
+    check_program(versions)
+    diffs = differences(stem, versions)
     assert not diffs, "\n".join(diffs[:5])
 
 
@@ -243,3 +249,39 @@ def test_small_declined(small, entry):
     the map is left as it is."""
     before, after = small
     assert after.functions[entry] is before.functions[entry]
+
+
+# ---------------------------------------------------------------------------
+# Versions: a map of several SOACs (no loop) is distributed below a width
+
+
+VERSIONS_SRC = '''
+import pyshark.prelude as ps
+M = ps.Array[ps.Array[ps.f32]]
+
+@ps.entry
+def step(grids: ps.Array[M], k: int) -> ps.Array[M]:
+    def one(g: M) -> M:
+        t = ps.transpose(g)
+        s = ps.map(lambda r: ps.map(lambda x: x * 2.0, r), t)
+        return ps.map(lambda r, q: ps.map(lambda a, b: a + b + ps.f32(r[k]), r, q), g,
+                      ps.transpose(s))
+    return ps.map(one, grids)
+'''
+
+
+@pytest.mark.parametrize("below", [1, 3, 1000])
+def test_versions_distribute_only_narrow_maps(below):
+    before = optimise(translate_source(VERSIONS_SRC, "versions.py"), passes=PASSES)
+    after = flatten(before, distribute_below=below)
+    check_program(after)
+    ifs = [s for s in after.functions["step"].body.stms if isinstance(s.exp, ir.If)]
+    assert ifs, pretty_program(after)
+    assert flatten(before) is before or not [
+        s for s in flatten(before).functions["step"].body.stms if isinstance(s.exp, ir.If)]
+    r = np.random.default_rng(3)
+    f = np.float32
+    for n in (0, 1, 2, 3, 4):
+        g = r.random((n, 3, 2), dtype=f)
+        _same(before, after, "step", [g, 0], [g, 1], [g, 5])     # k = 5: IndexError
+    _same(before, after, "step", [np.zeros((2, 0, 3), f), 0])
