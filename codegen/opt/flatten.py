@@ -147,11 +147,11 @@ def _worth(m: ir.Map) -> bool:
 
 
 def _worth_versions(m: ir.Map) -> bool:
-    """The map's function runs, at its top level, two or more SOACs over
-    arrays (inner parallelism a narrow map would leave sequential, e.g. one
-    LocVolCalib time step over the strikes, written loop-outside), no loop
-    at its top level (_worth's case) and no while loop; a single SOAC is a
-    nest the gpu lowering runs flat already."""
+    """The map's function runs, at its top level, SOACs over arrays (inner
+    parallelism a narrow map would leave sequential, e.g. one LocVolCalib
+    time step over the strikes, written loop-outside), no loop at its top
+    level (_worth's case) and no while loop; a function that is one SOAC
+    returning its results is a nest the gpu lowering runs flat already."""
     if not m.arrs:
         return False
     for s in iter_stms(m.lam.body):
@@ -160,7 +160,18 @@ def _worth_versions(m: ir.Map) -> bool:
     top = m.lam.body.stms
     if any(s.exp.__class__ is ir.Loop for s in top):
         return False
-    return sum(s.exp.__class__ in _SOACS for s in top) >= 2
+    soacs = [s for s in top if s.exp.__class__ in _SOACS]
+    if len(soacs) >= 2:
+        return True
+    # one SOAC: worth it unless the function is that SOAC and cheap statements
+    # feeding it (a level of a perfect nest, which the lowering runs flat):
+    # a reduction followed by scalar work (backprop's squashed sums), or a map
+    # whose rows are reshaped (tabulate_2d's flat map, crystal's frames)
+    if not soacs:
+        return False
+    last = top[-1]
+    return not (last is soacs[0] and tuple(v.name for v in last.pat) == tuple(
+        a.name for a in m.lam.body.result if a.__class__ is ir.Var))
 
 
 def _may_raise(e: ir.Exp) -> bool:
