@@ -32,6 +32,7 @@ from .kir_passes.coarsen import coarsen_parfors
 from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
+from .kir_passes.scratch import chunk_scratch
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
 from .pipeline import passes_for
@@ -72,7 +73,8 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
         return stages + gpu_kernel_stages(target)
-    return stages + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)]
+    return stages + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
+                     ("stream-stores", stream_stores)]
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:
