@@ -35,6 +35,7 @@ from .kir_passes.memory import hoist_allocations
 from .kir_passes.scratch import chunk_scratch
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
+from .opt.interchange import interchange
 from .pipeline import passes_for
 from .target import MULTICORE, Target
 
@@ -53,6 +54,8 @@ def core_stages(target: Target = MULTICORE) -> list[Stage]:
         seen.add(stage)
         out.append((stage, run))
         prev = name
+    if not target.gpu:                  # map of the loop: state in registers (cpu)
+        out.append(("interchange", interchange))
     return out
 
 

@@ -21,7 +21,8 @@ GPU = gpu_target(256, 32768, False)
 TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
-CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "lower",
+CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse",
+             "interchange", "lower",
              "hoist-allocations", "jam-while", "chunk-scratch", "stream-stores"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "flatten",
              "simplify-after-flatten", "lower", "hoist-allocations", "expand-allocations",
