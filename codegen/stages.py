@@ -33,6 +33,7 @@ from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
 from .kir_passes.scratch import chunk_scratch
+from .kir_passes.tile_steps import tile_steps
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
 from .opt.interchange import interchange
@@ -77,7 +78,7 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     if target.gpu:
         return stages + gpu_kernel_stages(target)
     return stages + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
-                     ("stream-stores", stream_stores)]
+                     ("tile-steps", tile_steps), ("stream-stores", stream_stores)]
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:

@@ -109,24 +109,30 @@ class _Strips:
         moved = [t.var.name for t in before if isinstance(t, K.Alloc)]
         if not moved or any(_escapes(p.body, name) for name in moved):
             return p
-        one, zero = K.KConst(1, I64), K.KConst(0, I64)
-        n0, per, b = self.var("n"), self.var("per"), self.var("strip")
-        nc, c = self.var("strips"), self.var("c")
-        cap = K.KConst(CHUNK, I64)
-        host = [
-            K.Set(n0, K.Sel(K.Bin("lt", p.count, zero), zero, p.count)),
-            K.Set(per, K.Bin("div", n0, K.Bin("mul", K.NumThreads(),
-                                               K.KConst(_PER_THREAD, I64)))),
-            K.Set(b, K.Sel(K.Bin("lt", per, one), one,
-                           K.Sel(K.Bin("gt", per, cap), cap, per))),
-            K.Set(nc, K.Bin("add", K.Bin("div", n0, b),
-                            K.Cast(I64, K.Bin("ne", K.Bin("rem", n0, b), zero)))),
-        ]
+        host, c, n0, b = strip_header(self.var, p.count, CHUNK)
         end = K.Bin("add", lo, b)
         body = K.Block((K.Set(lo, K.Bin("mul", c, b)),
                         K.Set(hi, K.Sel(K.Bin("lt", end, n0), end, n0)),
                         *before, loop, *after))
-        return host + [K.ParFor(c, nc, body, p.parallel_if)]
+        return host + [K.ParFor(c, host[-1].var, body, p.parallel_if)]
+
+
+def strip_header(var, count: K.Expr, cap: int):
+    """The host statements that cut `count` iterations into strips of B =
+    clamp(n0 / (8 * NumThreads), 1, cap) (n0 = max(count, 0)): (statements,
+    the strip counter, n0, B); the last statement sets the number of strips."""
+    one, zero = K.KConst(1, I64), K.KConst(0, I64)
+    n0, per, b = var("n"), var("per"), var("strip")
+    nc, c = var("strips"), var("c")
+    capc = K.KConst(cap, I64)
+    host = [
+        K.Set(n0, K.Sel(K.Bin("lt", count, zero), zero, count)),
+        K.Set(per, K.Bin("div", n0, K.Bin("mul", K.NumThreads(), K.KConst(_PER_THREAD, I64)))),
+        K.Set(b, K.Sel(K.Bin("lt", per, one), one, K.Sel(K.Bin("gt", per, capc), capc, per))),
+        K.Set(nc, K.Bin("add", K.Bin("div", n0, b),
+                        K.Cast(I64, K.Bin("ne", K.Bin("rem", n0, b), zero)))),
+    ]
+    return host, c, n0, b
 
 
 def chunk_scratch(m: K.Module) -> K.Module:
@@ -135,4 +141,4 @@ def chunk_scratch(m: K.Module) -> K.Module:
     return map_bodies(m, _Strips().block)
 
 
-__all__ = ["chunk_scratch", "CHUNK"]
+__all__ = ["chunk_scratch", "strip_header", "CHUNK"]

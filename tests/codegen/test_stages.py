@@ -23,7 +23,8 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
 
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse",
              "interchange", "lower",
-             "hoist-allocations", "jam-while", "chunk-scratch", "stream-stores"]
+             "hoist-allocations", "jam-while", "chunk-scratch", "tile-steps",
+             "stream-stores"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "flatten",
              "simplify-after-flatten", "lower", "hoist-allocations", "expand-allocations",
              "coarsen"]
