@@ -45,8 +45,11 @@ in any iteration of the strip frees it. What it keeps of the emitter:
   wins was already the first of any order. An Alloc that fails
   (MemoryError) now fails before the strip's first iteration instead of in
   it, as memory.py's hoisting already does for sequential loops.
-The cost when a strip's scratch is small: none measurable (one
-malloc/free per 64 iterations instead of per iteration).
+Gain: one malloc/free per strip instead of per element. For small
+blocks glibc's per-thread cache made those cheap already (the pricer of
+issue 17 at n = 100000, m = 64 ran within noise); it matters for blocks
+past the cache and the mmap threshold, which cost a system call and page
+faults per element.
 """
 from __future__ import annotations
 
@@ -117,17 +120,21 @@ class _Strips:
         return host + [K.ParFor(c, host[-1].var, body, p.parallel_if)]
 
 
-def strip_header(var, count: K.Expr, cap: int):
+def strip_header(var, count: K.Expr, cap: int, limit: K.Expr = None):
     """The host statements that cut `count` iterations into strips of B =
-    clamp(n0 / (8 * NumThreads), 1, cap) (n0 = max(count, 0)): (statements,
-    the strip counter, n0, B); the last statement sets the number of strips."""
+    clamp(min(n0 / (8 * NumThreads), limit), 1, cap) (n0 = max(count, 0)):
+    (statements, the strip counter, n0, B); the last statement sets the
+    number of strips."""
     one, zero = K.KConst(1, I64), K.KConst(0, I64)
     n0, per, b = var("n"), var("per"), var("strip")
     nc, c = var("strips"), var("c")
     capc = K.KConst(cap, I64)
+    share = K.Bin("div", n0, K.Bin("mul", K.NumThreads(), K.KConst(_PER_THREAD, I64)))
+    if limit is not None:
+        share = K.Sel(K.Bin("lt", limit, share), limit, share)
     host = [
         K.Set(n0, K.Sel(K.Bin("lt", count, zero), zero, count)),
-        K.Set(per, K.Bin("div", n0, K.Bin("mul", K.NumThreads(), K.KConst(_PER_THREAD, I64)))),
+        K.Set(per, share),
         K.Set(b, K.Sel(K.Bin("lt", per, one), one, K.Sel(K.Bin("gt", per, capc), capc, per))),
         K.Set(nc, K.Bin("add", K.Bin("div", n0, b),
                         K.Cast(I64, K.Bin("ne", K.Bin("rem", n0, b), zero)))),

@@ -29,9 +29,15 @@ with that element's error, one a ParFor of the untiled body could raise
 (its first failure wins, in any order). Applied only when: `pre` and
 `step` are Sets, Fails and Ifs of those (no stores, allocations or
 loops), `post` adds Stores; `step` loads only through pointers that no
-Store of the body writes (the order of elements is then invisible); the
+Store of the body writes (the order of elements is then invisible) and
+never at an index that reads the step counter (a reduction over a row or
+over all bodies walks memory contiguously already, and across a strip it
+would walk it with a stride; loops of that shape are left alone); the
 step loop's bounds read only what the ParFor captures; every variable of
-V is a scalar set at pre's top level.
+V is a scalar set at pre's top level. A strip holds at most STEP_BUDGET
+element-steps (one element when its steps alone exceed it), which bounds
+the time between the emitter's Ctrl-C polls (every 16 strips) to 16 *
+max(STEP_BUDGET, steps) element-steps, as before for long step loops.
 """
 from __future__ import annotations
 
@@ -42,6 +48,7 @@ from ..kir_traverse import block_exprs, map_block, map_bodies, map_stm, walk_stm
 from .scratch import strip_header
 
 TILE = 256              # elements per strip: V's scratch stays in L1
+STEP_BUDGET = 1 << 16   # element-steps per strip, at most (unless one element has more)
 
 
 def _only(b: K.Block, allowed: tuple) -> bool:
@@ -95,6 +102,8 @@ class _Tiler:
         for e in block_exprs(f.body):
             if isinstance(e, K.Load) and K.expr_vars(e.ptr) & stored:
                 return p
+            if isinstance(e, K.Load) and f.var.name in K.expr_vars(e.index):
+                return p                    # a row's walk (a reduction): contiguous as it is
         top = {s.var.name: s.var for s in pre.stms if isinstance(s, K.Set)}
         pre_decl = set()
         for s in pre.stms:
@@ -113,7 +122,15 @@ class _Tiler:
         return self.tile(p, pre, f, post, state, step_decl)
 
     def tile(self, p, pre, f, post, state, step_decl):
-        host, c, n0, b = strip_header(self.var, p.count, TILE)
+        # at most STEP_BUDGET element-steps a strip (when steps allow): the
+        # emitter polls for Ctrl-C every 16 strips, and before tiling every
+        # 16 elements; the poll interval grows to 16 * max(STEP_BUDGET, steps)
+        steps = self.var("steps")
+        one = K.KConst(1, I64)
+        span = K.Bin("sub", f.hi, f.lo)
+        limit = K.Bin("div", K.KConst(STEP_BUDGET, I64), steps)
+        host, c, n0, b = strip_header(self.var, p.count, TILE, limit)
+        host = [K.Set(steps, K.Sel(K.Bin("lt", span, one), one, span))] + host
         lo, hi = self.var("lo"), self.var("hi")
         i = p.var
         slot = K.Bin("sub", i, lo)

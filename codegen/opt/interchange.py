@@ -8,7 +8,7 @@ read and written once instead of once per step.
       ys, ws = map(f, xs, vs)              =>           map(\\(x0, v0) ->
       in (ys, ws)                                         loop (x = x0, v = v0) for k < steps do
                                                             (y, w) = f(x, v) in (y, w), xs0, vs0)
-                                                      else: (xs0, vs0)
+                                                      else: the loop as written
 
 The inverse of flatten.py's map-loop interchange (Henriksen et al., PLDI
 2017, section 5, read backwards); on a CPU the map already fills the cores,
@@ -48,8 +48,7 @@ Why it keeps the golden rule:
   arrays. When they pass, everything has one length n; each step's maps
   produce arrays of length n, so every later step's checks pass too and no
   map of any step can fail a width check: running them once is running
-  them all. With steps <= 0 the original runs nothing and returns its
-  initial arrays: so does the else branch. With n = 0 every map is empty.
+  them all. With n = 0 every map is empty.
 - Errors: the original raises at the first (step, map) where some element
   fails, the error of any element failing there (a map runs its elements
   in any order, kir.py: the first failure wins). After the interchange an
@@ -65,9 +64,13 @@ Why it keeps the golden rule:
   function could make the original diverge where the new form raises,
   hence the exclusion. flatten.py argues the same for the opposite
   direction, where every error of the new form is one the old could raise.
+- Ctrl-C: the host loop polled at every step; an element's own loop does
+  not poll (docs/cpu-backend.md). So the map of the loop runs only for
+  1 <= steps <= MAX_STEPS (a run-time test; otherwise the loop as written
+  runs, zero steps included), where kir_passes/tile_steps.py's strips keep
+  the work between two polls of the ParFor's threads bounded.
 - Ownership: the new map only reads the initial arrays; its results are
-  fresh arrays, as the loop's results were (or the initial arrays, when
-  the loop runs no step, as before).
+  fresh arrays, as the loop's results were.
 """
 from __future__ import annotations
 
@@ -75,13 +78,14 @@ from dataclasses import replace
 from typing import Optional
 
 from pyshark.core import ir
-from pyshark.core.traverse import free_vars
+from pyshark.core.traverse import binder_vars, free_vars
 from pyshark.core.types import ArrayType, BOOL, I64, ScalarType
 
 from .analysis import Facts, may_raise, rows_regular
 from .rewrite import NameGen, binders, fundef_names, map_functions, subst
 
 _SCALAR_EXPS = (ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.AtomExp)
+MAX_STEPS = 4096        # more steps than this: the loop as written (Ctrl-C, docstring)
 
 
 def interchange(program: ir.Program) -> ir.Program:
@@ -362,10 +366,16 @@ class _Plan:
         then = ir.Body(tuple(pre) + (
             ir.Let((n,), ir.Size(first, 0), loc),
             ir.Let(tuple(results), ir.Map(n, lam, tuple(arrs)), loc)), tuple(results))
-        other = ir.Body((), tuple(e.inits))
-        go = names.var(ir.Var("steps", BOOL))
+        # the names the loop binds are the loop's again in the other branch
+        old = binders(e)
+        then = subst(then, {v.name: names.var(v) for v in binder_vars(then) if v.name in old})
+        pat = tuple(names.var(v) for v in s.pat)
+        other = ir.Body((ir.Let(pat, e, loc),), pat)
         bound = e.form.bound
-        return [ir.Let((go,), ir.BinOp("gt", bound, ir.Const(0, bound.type)), loc),
+        some, few, go = (names.var(ir.Var("steps", BOOL)) for _ in range(3))
+        return [ir.Let((some,), ir.BinOp("gt", bound, ir.Const(0, bound.type)), loc),
+                ir.Let((few,), ir.BinOp("le", bound, ir.Const(MAX_STEPS, bound.type)), loc),
+                ir.Let((go,), ir.BinOp("land", some, few), loc),
                 ir.Let(s.pat, ir.If(go, then, other, tuple(v.type for v in s.pat)), loc)]
 
 

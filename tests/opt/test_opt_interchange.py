@@ -108,11 +108,15 @@ def test_which_loops_are_interchanged():
     check_program(p)
 
 
-def test_interchange_is_idempotent_and_checked():
+def test_interchange_output_checks_and_keeps_the_loop_for_many_steps():
     p = run_stages(_program(), core_stages())
-    q = interchange(p)
-    check_program(q)
-    assert all(q.functions[n] is p.functions[n] for n in p.functions)
+    check_program(p)
+    for name in ("particles", "decay"):
+        body = p.functions[name].body
+        ifs = [s.exp for s in body.stms if s.exp.__class__ is ir.If]
+        assert len(ifs) == 1
+        assert any(s.exp.__class__ is ir.Loop for s in ifs[0].else_body.stms)
+    check_program(interchange(p))
 
 
 def test_the_step_loop_is_tiled():
@@ -171,6 +175,15 @@ def test_particles_and_decay(wrappers, n):
     # zero steps: no length check, the arrays come back
     got = c.particles(xs, vs[: n // 2], 0, np.float32(0.01))
     assert np.array_equal(got[0], xs) and np.array_equal(got[1], vs[: n // 2])
+
+
+@pytest.mark.parametrize("n", [0, 3])
+def test_more_steps_than_max_run_the_loop_as_written(wrappers, n):
+    from pyshark.codegen.opt.interchange import MAX_STEPS
+    py, c = wrappers
+    xs = np.linspace(0.0, 1.0, n)
+    for steps in (MAX_STEPS, MAX_STEPS + 1):
+        np.testing.assert_allclose(c.decay(xs, steps), py.decay(xs, steps))
 
 
 @pytest.mark.parametrize("n", [1, 7, 70001])
