@@ -74,7 +74,7 @@ def test_a_stage_that_breaks_the_ir_is_named():
                         m.messages)
     stages = ST.pipeline_for(MULTICORE)
     stages.insert(ST.stage_names(stages).index("lower") + 1, ("breaks-it", broken))
-    with pytest.raises(InternalCompilerError, match="stage 8 'breaks-it' produced invalid "
+    with pytest.raises(InternalCompilerError, match="stage 9 'breaks-it' produced invalid "
                                                     "kernel IR: never_set read before"):
         ST.run_stages(_program("saxpy"), stages, check=True)
     assert isinstance(ST.run_stages(_program("saxpy"), stages), K.Module)    # unchecked
