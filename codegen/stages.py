@@ -33,9 +33,12 @@ from .kir_passes.coarsen import coarsen_parfors
 from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
+from .kir_passes.scratch import chunk_scratch
 from .kir_passes.split import split_index_sets
+from .kir_passes.tile_steps import tile_steps
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
+from .opt.interchange import interchange
 from .pipeline import passes_for
 from .target import MULTICORE, Target
 
@@ -54,6 +57,8 @@ def core_stages(target: Target = MULTICORE) -> list[Stage]:
         seen.add(stage)
         out.append((stage, run))
         prev = name
+    if not target.gpu:                  # map of the loop: state in registers (cpu)
+        out.append(("interchange", interchange))
     return out
 
 
@@ -74,7 +79,8 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     stages: list[Stage] = [("hoist-allocations", hoist_allocations), ("split", split_index_sets)]
     if target.gpu:
         return stages + gpu_kernel_stages(target)
-    return stages + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)]
+    return stages + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
+                     ("tile-steps", tile_steps), ("stream-stores", stream_stores)]
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:

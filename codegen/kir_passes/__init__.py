@@ -8,6 +8,10 @@ says which run for a target and in what order.
   interior that folds to straight-line code; every target).
 - jam_while.py, `jam_while_loops`: unroll-and-jam of a parallel loop around
   a data-dependent while loop (the CPU family: latency hiding).
+- scratch.py, `chunk_scratch`: a ParFor element's temporaries allocated
+  once per strip of iterations (the CPU family).
+- tile_steps.py, `tile_steps`: a ParFor around a step loop runs the steps
+  over strips of elements kept in L1 scratch, vectorised (the CPU family).
 - streaming.py, `stream_stores`: nontemporal stores for large fresh
   results (the CPU family; OpenCL C has none).
 - expand.py, `expand_allocations`: per-iteration buffers of a ParFor body

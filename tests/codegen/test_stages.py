@@ -22,7 +22,8 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
-             "lower", "hoist-allocations", "split", "jam-while", "stream-stores"]
+             "interchange", "lower", "hoist-allocations", "split", "jam-while", "chunk-scratch",
+             "tile-steps", "stream-stores"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "flatten", "simplify-after-flatten", "lower", "hoist-allocations", "split",
              "expand-allocations",
@@ -73,7 +74,7 @@ def test_a_stage_that_breaks_the_ir_is_named():
                         m.messages)
     stages = ST.pipeline_for(MULTICORE)
     stages.insert(ST.stage_names(stages).index("lower") + 1, ("breaks-it", broken))
-    with pytest.raises(InternalCompilerError, match="stage 9 'breaks-it' produced invalid "
+    with pytest.raises(InternalCompilerError, match="stage 10 'breaks-it' produced invalid "
                                                     "kernel IR: never_set read before"):
         ST.run_stages(_program("saxpy"), stages, check=True)
     assert isinstance(ST.run_stages(_program("saxpy"), stages), K.Module)    # unchecked
