@@ -73,6 +73,7 @@ from ..mc.common import ZERO, all_scalar, apply_op, check_width, elements, empty
 from ..mc.segmap import row_split, store_row
 from ..usage import free_vars, use_counts
 from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
+from .segred import segmented_reduce
 from .tile2d import tiled_map_map_reduce
 
 
@@ -83,6 +84,9 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     if done is not None:
         return done
     done = tiled_map_reduce(lw, e, env, stm)
+    if done is not None:
+        return done
+    done = segmented_reduce(lw, e, env, stm)
     if done is not None:
         return done
     trs = _map_of_transpose(lw, e, env, stm)

@@ -30,16 +30,18 @@ declined (the mc/ algorithm runs).
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from pyshark.core import ir
 from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower_base import Delayed, Lowerer
+from ..lower_base import Arr, Delayed, Lowerer
 from ..mc.common import all_scalar, check_width, elements
 from .common import can_fail, group_for, group_size, local_alloc, trial
 from .group import (ONE, ZERO, fold_contiguous, fold_strided, group_count, in_range_index,
-                    is_commutative, lambda_op, local_bytes, new_vars, pack, packs,
+                    is_commutative, lambda_op, local_bytes, new_vars, pack, packs, set_all,
                     tree_reduce, unpack, when)
 
 
@@ -215,3 +217,101 @@ def one_pass_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr
     lw.emit(K.Free(res))
     lw.emit(K.Free(words))
     return out
+
+
+# ---------------------------------------------------------------------------
+# Segmented: a map whose function reduces its rows
+
+
+def rows_reduced(lw: Lowerer, e: ir.Map, env):
+    """(reduce, host rows) when e is `map(\\r... -> reduce(op, ne, r...), X...)`
+    (sizes of its rows may come first) over rank-2 arrays in memory, with
+    scalar results and an operator that cannot fail; else None."""
+    lam = e.lam
+    stms = lam.body.stms
+    if not stms or not e.arrs:
+        return None
+    last = stms[-1]
+    red = last.exp
+    if red.__class__ is not ir.Reduce or not all_scalar(red.lam.ret):
+        return None
+    result = lam.body.result
+    if len(result) != len(last.pat) or any(
+            a.__class__ is not ir.Var or a.name != v.name for a, v in zip(result, last.pat)):
+        return None
+    params = {p.name for p in lam.params}
+    local = set(params)
+    for s in stms[:-1]:
+        if s.exp.__class__ is not ir.Size or s.exp.arr.name not in params:
+            return None
+        local.update(v.name for v in s.pat)
+    if any(a.name not in params for a in red.arrs) or any(
+            a.__class__ is ir.Var and a.name in local for a in red.neutral):
+        return None
+    arrs = [lw.array(a, env) for a in e.arrs]
+    if any(not isinstance(a, Arr) or a.rank != 2 for a in arrs):
+        return None
+    G = group_size(lw)
+    if local_bytes(red.lam.ret) * G > lw.options.target.local_mem or op_can_fail(lw, red.lam,
+                                                                                  env):
+        return None
+    by_param = {p.name: a for p, a in zip(lam.params, arrs)}
+    return red, [by_param[a.name] for a in red.arrs]
+
+
+def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
+    """A reduction per row (Futhark's segmented reduction, SegRed with
+    segments; the two cases of its "large" and "small" segments): rows of at
+    least G elements get a work-group each (coalesced strided reads, a tree
+    in local memory, the group-per-segment kernel), shorter rows a
+    work-item each folding its row in order. Chosen at run time by the row
+    length. A narrow map of long reductions (backprop's 16 sums of 2^20
+    products) otherwise ran 16 sequential folds."""
+    found = rows_reduced(lw, e, env)
+    if found is None:
+        return None
+    red, rows_of = found
+    G = group_size(lw)
+    cG = S.const(G, I64)
+    types = list(red.lam.ret)
+    # -- decided: from here on, code is emitted
+    m = lw.scalar(e.width, env)
+    arrs = [lw.array(a, env) for a in e.arrs]
+    check_width(lw, m, e.arrs, arrs, stm.loc, "map")
+    n = rows_of[0].shape[1]
+    with lw.block() as checks:      # the function's own check, per element: once if any
+        check_width(lw, n, red.arrs[1:],
+                    [SimpleNamespace(shape=(a.shape[1],)) for a in rows_of[1:]],
+                    stm.loc, "reduce")
+    lw.emit(K.If(S.b("gt", m, ZERO), checks[0]))
+    outs = [lw.alloc("map", t, (m,)) for t in types]
+    neutral = [lw.atom(a, env) for a in red.neutral]
+    op = lambda_op(lw, red.lam, env)
+    fold = fold_strided if is_commutative(red) else fold_contiguous
+
+    def row_elems(r):
+        return lambda j: elements(lw, elements(lw, rows_of, r), j)
+
+    def per_group(i):
+        locs = [local_alloc(lw, "red", t, G) for t in types]
+        lid = lw.let("lid", K.LocalId())
+        grp = lw.let("grp", K.GroupId())
+        accs = new_vars(lw, "acc", types, list(neutral))
+        fold(lw, op, accs, row_elems(grp), n, lid, cG, ZERO, n)
+        tot = tree_reduce(lw, op, locs, accs, lid, G)
+        when(lw, S.b("eq", lid, ZERO),
+             lambda: [lw.emit(K.Store(o.data, grp, x)) for o, x in zip(outs, tot)])
+
+    def per_item(i):
+        accs = new_vars(lw, "acc", types, list(neutral))
+        elem = row_elems(i)
+        lw.for_range("j", ZERO, n, lambda j: set_all(lw, accs, op(accs, elem(j))))
+        for o, x in zip(outs, accs):
+            lw.emit(K.Store(o.data, i, x))
+
+    with lw.block() as long_rows:
+        group_for(lw, "g", S.b("mul", m, cG), per_group)
+    with lw.block() as short_rows:
+        lw.par_for("i", m, per_item)
+    lw.emit(K.If(S.b("ge", n, cG), long_rows[0], short_rows[0]))
+    return outs
