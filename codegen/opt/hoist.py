@@ -1,5 +1,5 @@
 """hoist: a statement in a map's function that does not depend on the mapped
-element, cannot raise and builds an array or runs a SOAC is computed once,
+element, cannot raise and runs a SOAC or copies memory is computed once,
 before the map, instead of once per element (loop-invariant code motion
 for SOAC lambdas, the hoisting Futhark's simplifier does).
 
@@ -30,7 +30,6 @@ from dataclasses import replace
 
 from pyshark.core import ir
 from pyshark.core.traverse import free_vars, iter_stms, map_exp
-from pyshark.core.types import ArrayType
 
 from .analysis import Facts, consumable_names, may_raise
 from .rewrite import map_functions
@@ -67,10 +66,16 @@ def _body(body: ir.Body, facts: Facts) -> ir.Body:
     return ir.Body(tuple(out), body.result) if changed else body
 
 
+# What is worth computing once: SOACs and the statements that copy memory.
+# Scalars stay (LLVM hoists them), and so do the arrays the lowering never
+# builds inside a map (an iota, a replicate, a slice or a reshape is index
+# arithmetic there; hoisted, an iota of 10^6 became a real array, and
+# crystal's pixel map over it a map over memory: 1.4x slower on cpu).
+_WORTH = _SOACS + (ir.Transpose, ir.Copy, ir.Concat)
+
+
 def _worth(s: ir.Let) -> bool:
-    """An array-building statement or a SOAC (scalars stay: LLVM hoists them)."""
-    return (s.exp.__class__ in _SOACS
-            or any(isinstance(v.type, ArrayType) for v in s.pat))
+    return s.exp.__class__ in _WORTH
 
 
 def _has_while(e: ir.Exp) -> bool:
