@@ -33,6 +33,7 @@ from .kir_passes.coarsen import coarsen_parfors
 from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
+from .kir_passes.simd_interchange import simd_interchange
 from .kir_passes.streaming import stream_stores
 from .lower import Options as LowerOptions, lower_program
 from .pipeline import passes_for
@@ -73,7 +74,8 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
         return stages + gpu_kernel_stages(target)
-    return stages + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)]
+    return ([("simd-interchange", simd_interchange)] + stages
+            + [("jam-while", jam_while_loops), ("stream-stores", stream_stores)])
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:
