@@ -158,7 +158,7 @@ class _Plan:
                 if cls is None:
                     return
                 self.classes.append((s, cls))
-                self.arena_of.update(dict.fromkeys(cls))
+                self.arena_of.update(dict.fromkeys(cls, s.var.name))
         for s in body.stms:
             if isinstance(s, K.Free) and isinstance(s.ptr, K.KVar) and s.ptr.name in self.arena_of:
                 self.dropped.add(id(s))
@@ -195,8 +195,21 @@ class _Plan:
         return cls
 
     def _loop_ok(self, f: K.For) -> bool:
-        return (self.uniform_expr(f.lo) and self.uniform_expr(f.hi)
-                and all(isinstance(s, _LOOP_BODY) for s in walk_stms(f.body)))
+        """A sequential loop with strip-invariant bounds and a straight-line
+        body that carries a recurrence through the element's own buffer (it
+        loads and stores one alias class). Other loops stay inside their
+        piece: an independent one (an inner map) or a reduction vectorises
+        along its own index already, over contiguous memory."""
+        if f.independent or not (self.uniform_expr(f.lo) and self.uniform_expr(f.hi)):
+            return False
+        if not all(isinstance(s, _LOOP_BODY) for s in walk_stms(f.body)):
+            return False
+        stored = {s.ptr.name for s in walk_stms(f.body)
+                  if isinstance(s, K.Store) and isinstance(s.ptr, K.KVar)}
+        loaded = {e.ptr.name for e in block_exprs(f.body)
+                  if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar)}
+        return any(a in self.arena_of and self.arena_of[a] == self.arena_of.get(b)
+                   for a in stored for b in loaded)
 
     # -- the pieces
 
@@ -211,7 +224,8 @@ class _Plan:
                 out.append(_Leaf([s], True, path))
                 cur = None
             elif (isinstance(s, K.If) and self.uniform_expr(s.cond)
-                  and any(isinstance(t, K.For) for t in walk_stms(K.Block((s,))))):
+                  and any(isinstance(t, K.For) and self._loop_ok(t)
+                          for t in walk_stms(K.Block((s,))))):
                 self.nif += 1
                 n = self.nif
                 out.append(_If(s.cond, self._units(s.then.stms, path + ((n, 0),)),
