@@ -179,8 +179,8 @@ class _Plan:
                 and (_reads(e) & self.local) <= self.uniform)
 
     def _arena_class(self, a: K.Alloc) -> Optional[set]:
-        if (not any(a is t for t in self.body.stms) or a.zeroed or isinstance(a.var.type.elem, K.Ptr)
-                or not self.uniform_expr(a.count)):
+        if (not any(a is t for t in self.body.stms) or a.zeroed
+                or isinstance(a.var.type.elem, K.Ptr) or not self.uniform_expr(a.count)):
             return None
         if sum(1 for s in walk_stms(self.body)
                if isinstance(s, (K.Set, K.Alloc)) and s.var.name == a.var.name) != 1:
