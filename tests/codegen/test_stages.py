@@ -22,7 +22,7 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "lower",
-             "hoist-allocations", "jam-while", "stream-stores"]
+             "simd-interchange", "hoist-allocations", "jam-while", "stream-stores"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "flatten",
              "simplify-after-flatten", "lower", "hoist-allocations", "expand-allocations",
              "coarsen"]
