@@ -343,12 +343,17 @@ class For:
     """for var in lo, lo+1, ..., hi-1 (i64; no iteration when hi <= lo).
     `var` is read-only in the body. `unroll` > 1 is a hint that a backend
     may unroll the loop by that factor (no change of meaning; a rebuilt
-    loop may drop it)."""
+    loop may drop it). `independent` says that the iterations are
+    independent, as a ParFor's are (the lowering of a map inside a ParFor
+    sets it, lower_base.par_for): they may run in any interleaving, and the
+    body's variables are not read after the loop. A pass may reorder them
+    (codegen/kir_passes/simd_interchange.py); a rebuilt loop may drop it."""
     var: KVar
     lo: Expr
     hi: Expr
     body: Block
     unroll: int = 0
+    independent: bool = False
 
 
 @dataclass(frozen=True)

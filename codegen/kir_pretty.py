@@ -58,7 +58,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
                 _lines(s.orelse, ind + "  ", out, messages)
             out.append(f"{ind}}}")
         elif isinstance(s, K.For):
-            hint = f" unroll {s.unroll}" if s.unroll > 1 else ""
+            hint = (f" unroll {s.unroll}" if s.unroll > 1 else "") + (
+                " independent" if s.independent else "")
             out.append(f"{ind}for {s.var.name} in {pretty_expr(s.lo)}..{pretty_expr(s.hi)}{hint} {{")
             _lines(s.body, ind + "  ", out, messages)
             out.append(f"{ind}}}")

@@ -259,7 +259,7 @@ class Lowerer:
         if self.in_par or not self.options.parallel:
             with self.block() as blk, self.loop_facts(i, zero, n):
                 body(i)
-            self.emit(K.For(i, zero, n, blk[0]))
+            self.emit(K.For(i, zero, n, blk[0], independent=True))
             return
         def lower(mode: str, conds: list) -> tuple[K.Block, list]:
             with self.in_parallel(), self.versioning(mode, conds, (i, zero, n)) as version, \

@@ -34,6 +34,7 @@ from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
 from .kir_passes.scratch import chunk_scratch
+from .kir_passes.simd_interchange import simd_interchange
 from .kir_passes.split import split_index_sets
 from .kir_passes.tile_steps import tile_steps
 from .kir_passes.streaming import stream_stores
@@ -79,8 +80,9 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     stages: list[Stage] = [("hoist-allocations", hoist_allocations), ("split", split_index_sets)]
     if target.gpu:
         return stages + gpu_kernel_stages(target)
-    return stages + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
-                     ("tile-steps", tile_steps), ("stream-stores", stream_stores)]
+    return ([("simd-interchange", simd_interchange)] + stages
+            + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
+               ("tile-steps", tile_steps), ("stream-stores", stream_stores)])
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:

@@ -43,7 +43,7 @@ def _set_count(b: K.Block, name: str) -> int:
     return sum(1 for s in walk_stms(b) if isinstance(s, (K.Set, K.Alloc)) and s.var.name == name)
 
 
-def _alias_class(body: K.Block, a: K.Alloc) -> set:
+def alias_class(body: K.Block, a: K.Alloc) -> set:
     """The names that must point at a's block: a's variable and every
     pointer variable all of whose assignments copy a member (`bb = copy_1`,
     and a loop's `nb = bb; bb = nb`). Optimistic, then pruned to a fixpoint,
@@ -84,7 +84,7 @@ def _expandable(body: K.Block, k: int, declared: set) -> Optional[set]:
         return None
     if _set_count(body, a.var.name) != 1:
         return None
-    cls = _alias_class(body, a)
+    cls = alias_class(body, a)
     top = [s for s in body.stms[k + 1:] if isinstance(s, K.Free)
            and isinstance(s.ptr, K.KVar) and s.ptr.name in cls]
     every = [s for s in walk_stms(body) if isinstance(s, K.Free)
@@ -92,7 +92,7 @@ def _expandable(body: K.Block, k: int, declared: set) -> Optional[set]:
     return cls if len(top) == 1 and len(every) == 1 else None
 
 
-def _direct_only(body: K.Block, cls: set) -> bool:
+def direct_only(body: K.Block, cls: set) -> bool:
     """Whether the body uses the pointers of `cls` only as the pointer of
     Load/Store, as one side of a CopyMem, in copies among themselves (and in
     their Alloc and Free): then their elements can be interleaved."""
@@ -111,7 +111,7 @@ def _direct_only(body: K.Block, cls: set) -> bool:
         if isinstance(s, K.Free) and mine(s.ptr):
             continue
         if isinstance(s, K.Set) and s.var.name in cls:
-            continue                    # a copy among the class (_alias_class)
+            continue                    # a copy among the class (alias_class)
         if isinstance(s, K.Store) and mine(s.ptr):
             if not (expr_ok(s.index) and expr_ok(s.value)):
                 return False
@@ -224,7 +224,7 @@ class _Expander:
                 K.Alloc(arena, K.Bin("mul", c1, n), s.zeroed),   # each slice left 0
             ]
             after.append(K.Free(arena))
-            if _direct_only(p.body, classes[k]):
+            if direct_only(p.body, classes[k]):
                 interleave.update((name, arena) for name in classes[k])
                 in_place[k] = None
             else:
@@ -248,4 +248,4 @@ def expand_allocations(m: K.Module) -> K.Module:
     return _Expander(m).run()
 
 
-__all__ = ["expand_allocations"]
+__all__ = ["expand_allocations", "alias_class", "direct_only"]
