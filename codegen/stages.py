@@ -77,12 +77,16 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     already) and streaming stores (x86's; OpenCL C has none) for the mc
     family; allocation expansion (a kernel has no heap) and coarsening for
     the gpu family."""
-    stages: list[Stage] = [("hoist-allocations", hoist_allocations), ("split", split_index_sets)]
+    stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
+        # no index-set splitting: its pieces are more launches, and on the
+        # H200 hotspot (both shapes) and pathfinder, launch-bound, ran 1.1-1.9x
+        # slower with it (docs/opencl-backend.md, "Index-set splitting")
         return stages + gpu_kernel_stages(target)
     return ([("simd-interchange", simd_interchange)] + stages
-            + [("jam-while", jam_while_loops), ("chunk-scratch", chunk_scratch),
-               ("tile-steps", tile_steps), ("stream-stores", stream_stores)])
+            + [("split", split_index_sets), ("jam-while", jam_while_loops),
+               ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
+               ("stream-stores", stream_stores)])
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:

@@ -238,13 +238,18 @@ def test_cpu_interior_is_straight_line():
     # the interior of both the checked and the unchecked version, plus strips
     assert len(clean) >= 2
     n_par = sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body))
-    assert n_par >= 6                    # three row pieces (+ the fallback) per version
+    assert n_par >= 4                    # three row pieces + the fallback (per version)
 
 
-def test_opencl_rows_are_split():
-    m = _kernels("opencl")
-    f = _fn(m, "hotspot")
-    assert sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body)) >= 6
+def test_opencl_rows_are_split_when_asked():
+    """The gpu pipeline leaves the stage out (more launches: slower on the
+    H200, docs/opencl-backend.md); the pass still splits a gpu target's
+    flat 2-D space by rows when run."""
+    program = translate_source(textwrap.dedent(SRC), "<split>")
+    m = build_kernels(program, target=gpu_target(256, 32768, False), until="hoist-allocations")
+    before = sum(isinstance(s, K.ParFor) for s in K.walk_stms(_fn(m, "hotspot").body))
+    f = _fn(split_index_sets(m), "hotspot")
+    assert sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body)) >= max(6, before + 1)
 
 
 def test_no_comparison_no_split():

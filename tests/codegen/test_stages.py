@@ -25,7 +25,7 @@ CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-afte
              "interchange", "lower", "simd-interchange", "hoist-allocations", "split", "jam-while",
              "chunk-scratch", "tile-steps", "stream-stores"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
-             "flatten", "simplify-after-flatten", "lower", "hoist-allocations", "split",
+             "flatten", "simplify-after-flatten", "lower", "hoist-allocations",
              "expand-allocations",
              "coarsen"]
 
