@@ -49,9 +49,8 @@ def passes_for(target=None) -> list[tuple[str, Pass]]:
     GPU_PASSES for the gpu family when its record asks for them."""
     if target is not None and getattr(target, "gpu", False) and getattr(target, "flatten", False):
         below = getattr(target, "distribute_below", 0)
-        if below:
-            return PASSES + [("flatten", partial(flatten, distribute_below=below))] + GPU_PASSES[1:]
-        return PASSES + GPU_PASSES
+        return PASSES + [(n, partial(f, distribute_below=below) if f is flatten and below else f)
+                         for n, f in GPU_PASSES]
     return PASSES
 
 

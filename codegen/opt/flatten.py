@@ -160,7 +160,7 @@ def _worth_versions(m: ir.Map) -> bool:
     top = m.lam.body.stms
     if any(s.exp.__class__ is ir.Loop for s in top):
         return False
-    soacs = [s for s in top if s.exp.__class__ in _SOACS]
+    soacs = [s for s in top if s.exp.__class__ in _SOACS and not _feeds_reduction(s, top, m)]
     if len(soacs) >= 2:
         return True
     # one SOAC: worth it unless the function is that SOAC and cheap statements
@@ -170,8 +170,28 @@ def _worth_versions(m: ir.Map) -> bool:
     if not soacs:
         return False
     last = top[-1]
-    return not (last is soacs[0] and tuple(v.name for v in last.pat) == tuple(
-        a.name for a in m.lam.body.result if a.__class__ is ir.Var))
+    if last is soacs[0] and tuple(v.name for v in last.pat) == tuple(
+            a.name for a in m.lam.body.result if a.__class__ is ir.Var):
+        return False
+    # a reduction over arrays shared by every element (n-body's forces) is
+    # the tiled map-reduce's (gpu/segmap.tiled_map_reduce); one over the
+    # element's own row is a segmented reduction once distributed
+    return (soacs[0].exp.__class__ is ir.Map
+            or any(isinstance(p.type, ArrayType) for p in m.lam.params))
+
+
+def _feeds_reduction(s: ir.Let, top, m: ir.Map) -> bool:
+    """A map whose results only a later reduce or scan of the same body reads
+    (a map-reduce, which the lowering fuses: one SOAC, not two)."""
+    if s.exp.__class__ is not ir.Map:
+        return False
+    names = {v.name for v in s.pat}
+    if names & {a.name for a in m.lam.body.result if a.__class__ is ir.Var}:
+        return False
+    readers = [t for t in top if names & free_vars(t.exp)]
+    return (len(readers) == 1 and readers[0].exp.__class__ in (ir.Reduce, ir.Scan)
+            and names <= {a.name for a in readers[0].exp.arrs}
+            and not names & free_vars(readers[0].exp.lam))
 
 
 def _may_raise(e: ir.Exp) -> bool:

@@ -249,7 +249,7 @@ def test_opencl_rows_are_split_when_asked():
     m = build_kernels(program, target=gpu_target(256, 32768, False), until="hoist-allocations")
     before = sum(isinstance(s, K.ParFor) for s in K.walk_stms(_fn(m, "hotspot").body))
     f = _fn(split_index_sets(m), "hotspot")
-    assert sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body)) >= max(6, before + 1)
+    assert sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body)) >= before + 3   # 3 rows + fallback
 
 
 def test_no_comparison_no_split():
