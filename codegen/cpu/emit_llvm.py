@@ -87,6 +87,7 @@ from .llvm_types import (CTX_ARGS, CTX_CODE, CTX_MSG, CTX_NTHREADS, CTX_SIGINT, 
                          elem_size, mem_type, param_type, reg_type)
 from .llvm_types import (F32 as _F32, F64 as _F64, I1 as _I1, I8 as _I8, I32 as _I32,
                          I64 as _I64, PTR as _PTR, VOID as _VOID, alloca as _alloca)
+from .emit_ssa import ssa_vars
 from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
@@ -220,35 +221,49 @@ class _Decls:
 # Function emitter
 
 
-def block_allocator(decls: "_Decls") -> ir.Function:
-    """`pyshark.alloc(bytes) -> noalias ptr` (NULL on failure), defined once
-    per module and never inlined, so that every Alloc's block is an
-    identified object to LLVM's alias analysis: loads and stores through one
-    block are known not to touch another or an argument, and LLVM's loop
-    load elimination keeps a recurrence's `bb[i-1]` in a register (the
-    tridiagonal solves). Inline, the two allocation paths below met in a
-    phi, which alias analysis cannot identify.
+def block_allocator(mod: "ModEmitter") -> ir.Function:
+    """`pyshark.alloc(ctx, count, size, limit, i1 par) -> noalias ptr`: a
+    block of max(count, 1) * size bytes, or NULL after recording
+    `Fail("MemoryError", ALLOC_FAIL_MESSAGE, (count, size))` in ctx (when
+    max(count, 1) > limit, or the allocation fails; `par`: as a ParFor body
+    fails, emit_unwind.Runtime.fail_fn). Defined once per module and never
+    inlined, so that every Alloc's block is an identified object to LLVM's
+    alias analysis: loads and stores through one block are known not to
+    touch another or an argument, and LLVM's loop load elimination keeps a
+    recurrence's `bb[i-1]` in a register (the tridiagonal solves). Inline,
+    the two allocation paths below met in a phi, which alias analysis
+    cannot identify. The checks live here too: an Alloc is a call and a
+    null test where it was ~35 instructions ("Compile time").
 
     Small blocks: malloc (16-byte aligned; the vector code uses unaligned
     loads, and aligned_alloc's slower path showed in profiles). Large
     blocks: 2 MiB aligned and advised as transparent huge pages (what
     numpy's allocator does), so that a fresh result costs one page fault
     per 2 MiB rather than per 4 KiB."""
+    decls = mod.decls
     fn = decls.cache.get("pyshark.alloc")
     if fn is not None:
         return fn
-    fn = ir.Function(decls.module, ir.FunctionType(_PTR, [_I64]), name="pyshark.alloc")
+    fn = ir.Function(decls.module, ir.FunctionType(_PTR, [_PTR, _I64, _I64, _I64, _I1]),
+                     name="pyshark.alloc")
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     fn.attributes.add("nounwind")
     fn.return_value.add_attribute("noalias")
     decls.cache["pyshark.alloc"] = fn
-    raw = fn.args[0]
+    ctx, count, size, limit, par = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
-    huge_bb, small_bb = fn.append_basic_block("huge"), fn.append_basic_block("small")
+    try_bb, huge_bb, small_bb, got_bb, fail_bb, fail_par, fail_host = (
+        fn.append_basic_block(n) for n in ("try", "huge", "small", "got", "fail", "fail.par",
+                                           "fail.host"))
+    n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)), _I64(_MIN_ALLOC_ELEMS), count)
+    b.cbranch(b.icmp_signed(">", n, limit), fail_bb, try_bb)
+    b.position_at_end(try_bb)
+    raw = b.mul(n, size)
     b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
     b.position_at_end(small_bb)
-    b.ret(b.call(decls.get("malloc", _PTR, [_I64]), [raw]))
+    small = b.call(decls.get("malloc", _PTR, [_I64]), [raw])
+    b.branch(got_bb)
     b.position_at_end(huge_bb)
     nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
     # from the heap, not a fresh mapping: a freed block stays mapped and the
@@ -261,7 +276,24 @@ def block_allocator(decls: "_Decls") -> ir.Function:
     with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
         madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
         b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
-    b.ret(hp)
+    huge_end = b.block
+    b.branch(got_bb)
+    b.position_at_end(got_bb)
+    p = b.phi(_PTR)
+    p.add_incoming(small, small_bb)
+    p.add_incoming(hp, huge_end)
+    ok_bb = fn.append_basic_block("ok")
+    b.cbranch(b.icmp_unsigned("==", p, ir.Constant(_PTR, None)), fail_bb, ok_bb)
+    b.position_at_end(ok_bb)
+    b.ret(p)
+    b.position_at_end(fail_bb)
+    b.cbranch(par, fail_par, fail_host)
+    args = [ctx, _I32(K.ERROR_CODES["MemoryError"]), _I32(mod.alloc_msg), count, size,
+            _I64(0), _I64(0)]
+    for bb, is_par in ((fail_par, True), (fail_host, False)):
+        b.position_at_end(bb)
+        b.call(mod.runtime.fail_fn(is_par), args)
+        b.ret(ir.Constant(_PTR, None))
     return fn
 
 
@@ -277,6 +309,9 @@ class FnEmitter:
         self.prefix = prefix            # name stem for outlined ParFor functions
         self.vars: dict[str, tuple[ir.Value, K.KType]] = {}   # name -> (alloca, type)
         self.values: dict[str, ir.Value] = {}   # read-only SSA values (ParFor captures)
+        # variables spelled as SSA values (emit_ssa.py): their declaration
+        # puts the value in `values`, no alloca
+        self.ssa: frozenset = frozenset()
         # in a streaming loop (emit_parfor.py): pointer name -> (its block
         # buffer, the block's first index): nontemporal stores go there first
         self.streaming: Optional[dict] = None
@@ -306,6 +341,13 @@ class FnEmitter:
         if not self.b.block.is_terminated:
             self.b.branch(target)
 
+    def set_var(self, var: K.KVar, v: ir.Value):
+        """var = v: the value itself for an SSA variable, else a store."""
+        if var.name in self.ssa:
+            self.values[var.name] = v
+        else:
+            self.b.store(v, self.var_slot(var))
+
     def var_slot(self, var: K.KVar) -> ir.Value:
         slot = self.vars.get(var.name)
         if slot is None:
@@ -333,6 +375,8 @@ class FnEmitter:
             v = self.values.get(e.name)
             if v is not None:
                 return v
+            if e.name in self.ssa:
+                raise AssertionError(f"{e.name} read before its declaration (emit_ssa.py)")
             return b.load(self.var_slot(e), name=e.name, typ=reg_type(e.type))
         if isinstance(e, K.KConst):
             return _const(e.type, e.value)
@@ -430,12 +474,13 @@ class FnEmitter:
     def block(self, blk: K.Block):
         for s in blk.stms:
             self.stm(s)
+            if self.b.block.is_terminated:
+                return          # after a Fail: the rest of the block is dead
 
     def stm(self, s: K.Stm):
         b = self.b
         if isinstance(s, K.Set):
-            v = self.expr(s.value)
-            b.store(v, self.var_slot(s.var))
+            self.set_var(s.var, self.expr(s.value))
         elif isinstance(s, K.Store):
             t = K.type_of(s.value)
             if s.nontemporal and self.streaming is not None:
@@ -467,15 +512,17 @@ class FnEmitter:
             b.call(memcpy, [dst, src, nbytes, _I1(0)])
         elif isinstance(s, K.If):
             cond = self.expr(s.cond)
-            then_bb, else_bb, merge = (self.new_block("then"), self.new_block("else"),
-                                       self.new_block("endif"))
-            b.cbranch(cond, then_bb, else_bb)
+            then_bb = self.new_block("then")
+            else_bb = self.new_block("else") if s.orelse.stms else None
+            merge = self.new_block("endif")
+            b.cbranch(cond, then_bb, else_bb or merge)
             b.position_at_end(then_bb)
             self.block(s.then)
             self.goto(merge)
-            b.position_at_end(else_bb)
-            self.block(s.orelse)
-            self.goto(merge)
+            if else_bb is not None:
+                b.position_at_end(else_bb)
+                self.block(s.orelse)
+                self.goto(merge)
             b.position_at_end(merge)
         elif isinstance(s, K.For):
             poll = 0 if self.in_par else host_poll_stride(s.body)
@@ -545,7 +592,6 @@ class FnEmitter:
         if poll > 1:
             strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body))
             return
-        slot = self.var_slot(var)
         pre = b.block
         head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
                                self.new_block("for.end"))
@@ -555,7 +601,7 @@ class FnEmitter:
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, hi), body_bb, done)
         b.position_at_end(body_bb)
-        b.store(i, slot)
+        self.set_var(var, i)
         self.block(body)
         if poll == 1 and not b.block.is_terminated:
             self.poll()
@@ -566,56 +612,30 @@ class FnEmitter:
         b.position_at_end(done)
 
     def fail(self, code: int, msg: int, args: list):
-        b = self.b
-        if self.in_par:
-            old = b.cmpxchg(self.ctx_field(CTX_CODE), _I32(0), _I32(code), "seq_cst")
-            won = b.extract_value(old, 1)
-            store_bb, out_bb = self.new_block("fail.first"), self.new_block("fail.ret")
-            b.cbranch(won, store_bb, out_bb)
-            b.position_at_end(store_bb)
-            self._store_fail_fields(msg, args)
-            b.branch(out_bb)
-            b.position_at_end(out_bb)
-            b.branch(self.unwind.target())
-        else:
-            b.store(_I32(code), self.ctx_field(CTX_CODE))
-            self._store_fail_fields(msg, args)
-            b.branch(self.unwind.target())
-        # anything after a Fail in the same block is dead code
-        b.position_at_end(self.new_block("after.fail"))
-
-    def _store_fail_fields(self, msg: int, args: list):
-        b = self.b
-        b.store(_I32(msg), self.ctx_field(CTX_MSG))
-        for k in range(4):
-            b.store(args[k] if k < len(args) else _I64(0), self.ctx_field(CTX_ARGS, k))
+        """Record the failure in ctx (emit_unwind.Runtime.fail_fn: out of
+        line, one cold function per module) and unwind."""
+        fn = self.mod.runtime.fail_fn(self.in_par)
+        args = list(args) + [_I64(0)] * (4 - len(args))
+        self.b.call(fn, [self.ctx, _I32(code), _I32(msg)] + args)
+        self.b.branch(self.unwind.target())
 
     def alloc(self, s: K.Alloc):
         b = self.b
-        t = s.var.type.elem
-        size = elem_size(t)
+        size = elem_size(s.var.type.elem)
         count = self.expr(s.count)
-        n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)),
-                     _I64(_MIN_ALLOC_ELEMS), count)
         limit = (2 ** 63 - _ALIGN) // size
-        fail_bb, try_bb, ok_bb = (self.new_block("alloc.fail"), self.new_block("alloc.try"),
-                                  self.new_block("alloc.ok"))
-        b.cbranch(b.icmp_signed(">", n, _I64(limit)), fail_bb, try_bb)
-        b.position_at_end(try_bb)
-        raw = b.mul(n, _I64(size))
-        slot = self.var_slot(s.var)
-        b.store(b.call(block_allocator(self.decls), [raw]), slot)
-        p = b.load(slot)
-        null = b.icmp_unsigned("==", p, ir.Constant(_PTR, None))
-        b.cbranch(null, fail_bb, ok_bb)
-        b.position_at_end(fail_bb)
-        self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
-        self.goto(ok_bb)
+        p = b.call(block_allocator(self.mod), [self.ctx, count, _I64(size), _I64(limit),
+                                               _I1(int(self.in_par))])
+        ok_bb = self.new_block("alloc.ok")
+        b.cbranch(b.icmp_unsigned("==", p, ir.Constant(_PTR, None)), self.unwind.target(), ok_bb)
         b.position_at_end(ok_bb)
-        self.unwind.track(b.load(slot))
+        self.set_var(s.var, p)
+        self.unwind.track(p)
         if s.zeroed:
+            n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)),
+                         _I64(_MIN_ALLOC_ELEMS), count)
             memset = self.decls.get("llvm.memset.p0.i64", _VOID, [_PTR, _I8, _I64, _I1])
-            b.call(memset, [b.load(slot), _I8(0), b.mul(n, _I64(size)), _I1(0)])
+            b.call(memset, [p, _I8(0), b.mul(n, _I64(size)), _I1(0)])
 
 
 # ---------------------------------------------------------------------------
@@ -717,13 +737,14 @@ class ModEmitter:
             fn.attributes.add("noinline")
             fn.attributes.add("optnone")
         em = FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
+        em.ssa = ssa_vars(f.body, tuple(p.name for p in f.params))
         em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, fn.args[1:]):
             a.name = p.name
             v = a
             if p.type is BOOL:
                 v = em.b.icmp_unsigned("!=", a, _I8(0))
-            em.b.store(v, em.var_slot(p))
+            em.set_var(p, v)
         em.b.store(_I32(0), em.ctx_field(CTX_CODE))
         em.unwind.arm()
         em.block(f.body)
