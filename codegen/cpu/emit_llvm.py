@@ -715,13 +715,22 @@ class ModEmitter:
         return self._nontemporal_md
 
     def emit(self) -> str:
+        self._build()
+        return str(self.module)
+
+    def _build(self):
         if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in K.walk_stms(f.body)):
             self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
         for f in self.kmod.functions:
             self.function(f)
         from .c_api import add_c_api        # after the functions: the messages are final
         add_c_api(self.module, self.kmod.messages)
-        return str(self.module)
+
+    def emit_parts(self, parts: int) -> list[str]:
+        """The module's text split for parallel compilation (split.py)."""
+        self._build()
+        from .split import split_module
+        return split_module(self.module, [f.name for f in self.kmod.functions], parts)
 
     def function(self, f: K.Function):
         fty = ir.FunctionType(_I32, [_PTR] + [param_type(p.type) for p in f.params])
