@@ -96,15 +96,19 @@ def _parse_and_optimise(llvm_ir: str, tm) -> "llvm.ModuleRef":
     return mod
 
 
-def _run_pipeline(mod: "llvm.ModuleRef", tm) -> None:
-    """LLVM's O3 pipeline for the host CPU."""
+def _run_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False) -> None:
+    """LLVM's O3 pipeline for the host CPU (`unlocked`: see _unlocked)."""
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
     pto.loop_interleaving = True
     pto.loop_unrolling = True
     pb = llvm.create_pass_builder(tm, pto)
-    pb.getModulePassManager().run(mod, pb)
+    mpm = pb.getModulePassManager()
+    if unlocked:
+        _unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+    else:
+        mpm.run(mod, pb)
 
 
 # ---------------------------------------------------------------------------
@@ -279,10 +283,36 @@ def _compile_part(text: str, tm, times: dict) -> tuple[bytes, bool]:
     mod.triple = tm.triple
     mod.data_layout = str(tm.target_data)
     timed("llvm-verify", mod.verify)
-    timed("llvm-optimise", lambda: _run_pipeline(mod, tm))
+    timed("llvm-optimise", lambda: _run_pipeline(mod, tm, unlocked=True))
     mvec = timed("libmvec", lambda: _rename_to_libmvec(mod))
-    obj = timed("llvm-object", lambda: tm.emit_object(mod))
+    obj = timed("llvm-object", lambda: _emit_object_unlocked(tm, mod))
     return obj, mvec
+
+
+def _unlocked(name: str):
+    """llvmlite's ctypes function `name` without llvmlite's process-wide
+    lock, which every llvmlite call takes, so two threads would run LLVM
+    one after the other. Only for the long calls of _compile_part, on
+    objects no other thread touches (their own context and target machine:
+    LLVM compiles separate contexts concurrently, as ORC does); where this
+    llvmlite has no such attribute, the locked function."""
+    from llvmlite.binding import ffi
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
+def _emit_object_unlocked(tm, mod) -> bytes:
+    """tm.emit_object(mod) outside llvmlite's lock (see _unlocked)."""
+    from ctypes import string_at
+    from llvmlite.binding import ffi
+    with ffi.OutputString() as err:
+        mb = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+        if not mb:
+            raise RuntimeError(str(err))
+    try:
+        return string_at(ffi.lib.LLVMPY_GetBufferStart(mb), ffi.lib.LLVMPY_GetBufferSize(mb))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
 
 
 def _part_machines(n: int) -> list:
