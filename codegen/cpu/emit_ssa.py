@@ -14,46 +14,54 @@ such round trips, which LLVM parses and SROA/mem2reg removes first thing
 from __future__ import annotations
 
 from .. import kir as K
-from ..kir_traverse import binders, expr_vars, stm_exprs, sub_blocks
+from ..kir_traverse import binders, children, stm_exprs, sub_blocks, walk_stms
+
+
+def _vars(e: K.Expr, out: set) -> None:
+    """Adds the names of the variables e reads to out."""
+    c = e.__class__
+    if c is K.KVar:
+        out.add(e.name)
+    elif c is not K.KConst:
+        for x in children(e):
+            _vars(x, out)
 
 
 def ssa_vars(body: K.Block, params: tuple = ()) -> frozenset:
     """Names of the variables of one function (its body, and its parameters
     or captures by name) that are declared exactly once and read only where
     that declaration dominates. ParFor bodies are functions of their own:
-    only the captures a ParFor reads are reads here."""
+    what a ParFor reads counts as read where it stands (every variable its
+    body reads: its captures, and its own variables, which are no variables
+    of this function)."""
     count: dict[str, int] = {n: 1 for n in params}
     bad: set[str] = set()
 
-    def reads(names, visible):
-        for n in names:
-            if n not in visible:
-                bad.add(n)
-
-    def declare(v: K.KVar, visible: set):
-        count[v.name] = count.get(v.name, 0) + 1
-        visible.add(v.name)
+    def reads(exprs, visible):
+        names: set = set()
+        for e in exprs:
+            _vars(e, names)
+        bad.update(names - visible)
 
     def walk(block: K.Block, visible: set):
         visible = set(visible)
         for s in block.stms:
             cls = s.__class__
             if cls is K.ParFor:
-                names = set().union(*(expr_vars(e) for e in stm_exprs(s)))
-                reads(names | {v.name for v in K.parfor_captures(s)}, visible)
-                count[s.var.name] = count.get(s.var.name, 0) + 1    # its own function's
+                reads([e for t in walk_stms(s.body) for e in stm_exprs(t)] + list(stm_exprs(s)),
+                      visible)
                 continue
             if cls is K.AtomicUpdate:
                 bad.add(s.old.name)           # stored in its compare-and-swap loop
             if cls is K.For:
-                reads(expr_vars(s.lo) | expr_vars(s.hi), visible)
+                reads((s.lo, s.hi), visible)
                 count[s.var.name] = count.get(s.var.name, 0) + 1
                 walk(s.body, visible | {s.var.name})
                 continue
-            for e in stm_exprs(s):
-                reads(expr_vars(e), visible)
+            reads(stm_exprs(s), visible)
             for v in binders(s):
-                declare(v, visible)
+                count[v.name] = count.get(v.name, 0) + 1
+                visible.add(v.name)
             for sb in sub_blocks(s):
                 walk(sb, visible)
     walk(body, set(params))
