@@ -67,7 +67,8 @@ def split_module(module: ir.Module, entries: list[str], parts: int = 2,
             if unit is not None:
                 units[unit].append(v)
     sizes = {e: sum(_size(f) for f in fs) for e, fs in units.items()}
-    if min(parts, sum(1 for s in sizes.values() if s > 0)) < 2 or sum(sizes.values()) < min_size:
+    parts = min(parts, sum(1 for s in sizes.values() if s > 0))
+    if parts < 2 or sum(sizes.values()) < min_size:
         return [str(module)]
     load = [0.0] * parts
     owner: dict[str, int] = {}
