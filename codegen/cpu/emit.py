@@ -20,3 +20,11 @@ def emit_module(m: K.Module, *, fastmath: bool = False, triple: Optional[str] = 
 
     May append ALLOC_FAIL_MESSAGE to m.messages (when some Alloc exists)."""
     return ModEmitter(m, fastmath, triple, data_layout, spell_parfor).emit()
+
+
+def emit_module_parts(m: K.Module, parts: int, *, fastmath: bool = False,
+                      triple: Optional[str] = None, data_layout: Optional[str] = None) -> list[str]:
+    """emit_module's IR split into up to `parts` modules that LLVM compiles
+    in parallel and the linker joins (split.py; link.optimise_and_build
+    takes the list)."""
+    return ModEmitter(m, fastmath, triple, data_layout, spell_parfor).emit_parts(parts)

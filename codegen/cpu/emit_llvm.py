@@ -11,8 +11,9 @@ offsets 0, 4, 8, 40, 44). The entry stores 0 into ctx->code when it starts;
 (emit_unwind.py).
 
 Spellings (one per kernel IR node; nothing here chooses an algorithm):
-- Variables are allocas in their function's entry block (mem2reg makes SSA of
-  them). Bool is i1 in registers, i8 (0/1) in memory and in entry params; a
+- A variable declared once and read only where that declaration dominates
+  is the LLVM value itself (emit_ssa.py); the others are allocas in their
+  function's entry block (mem2reg makes SSA of them). Bool is i1 in registers, i8 (0/1) in memory and in entry params; a
   bool load is `byte != 0`.
 - Bin/Un/Cast/Sel: the machine operation kir.py names, from the tables
   BIN_SPELLINGS / UN_SPELLINGS / CAST_SPELLINGS (keyed like kir.py's): sdiv,
@@ -33,9 +34,11 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   can make it an aligned vector store (see there).
 - Alloc: malloc(max(count, 1) * size) (16-byte aligned); from 4 MiB on
   aligned_alloc(2 MiB, ...) from the heap (mmap off around the call, see
-  _KEEP_MAPPED) and madvise(MADV_HUGEPAGE), as numpy does; a size that
-  overflows or a NULL result is `Fail("MemoryError", ALLOC_FAIL_MESSAGE,
-  (count, elem_size))`. emit_module appends ALLOC_FAIL_MESSAGE to
+  emit_alloc._KEEP_MAPPED) and madvise(MADV_HUGEPAGE), as numpy does; a
+  size that overflows or a NULL result is `Fail("MemoryError",
+  ALLOC_FAIL_MESSAGE, (count, elem_size))`; all of it in one noinline
+  `pyshark.alloc` per module (emit_alloc.py: an Alloc is a call and a null
+  test). emit_module appends ALLOC_FAIL_MESSAGE to
   `m.messages` (via `Module.message`) when the module has an Alloc.
   `zeroed=True` then clears it (llvm.memset).
 - Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes.
@@ -45,10 +48,10 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   nothing when the new bits equal the current ones (linearised at that
   load), so an atomic max (kir.atomic_max) on a slot that already holds a
   larger value is one shared read, not a contended write.
-- Fail in host code: store code, msg and args (unused args = 0) into ctx,
-  then unwind: free the function's live allocations, disarm SIGINT, return
-  the code (emit_unwind.py). Inside a ParFor: cmpxchg ctx->code from 0 to
-  the code; only the winner stores msg/args; the chunk unwinds (frees its
+- Fail in host code: store code, msg and args (unused args = 0) into ctx
+  (a call of the module's one cold `pyshark.fail`), then unwind: free the function's live allocations, disarm SIGINT, return
+  the code (emit_unwind.py). Inside a ParFor (`pyshark.fail.par`): cmpxchg
+  ctx->code from 0 to the code; only the winner stores msg/args; the chunk unwinds (frees its
   own live blocks) and returns; after the loop the host unwinds when
   ctx->code is not 0. Host loops, claimed blocks and looping ParFor bodies
   poll the SIGINT flag (emit_unwind.py).
@@ -87,29 +90,13 @@ from .llvm_types import (CTX_ARGS, CTX_CODE, CTX_MSG, CTX_NTHREADS, CTX_SIGINT, 
                          elem_size, mem_type, param_type, reg_type)
 from .llvm_types import (F32 as _F32, F64 as _F64, I1 as _I1, I8 as _I8, I32 as _I32,
                          I64 as _I64, PTR as _PTR, VOID as _VOID, alloca as _alloca)
+from .emit_alloc import MIN_ALLOC_ELEMS as _MIN_ALLOC_ELEMS, block_allocator
+from .emit_ssa import ssa_vars
 from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
 
 _ALIGN = 64
-_HUGE = 1 << 21             # transparent huge page size on x86-64
-_HUGE_MIN = 1 << 22         # blocks from 4 MiB on are advised as huge pages
-_MADV_HUGEPAGE = 14
-# Large blocks come from glibc's heap rather than from mmap: with mmap, each
-# fresh result is a new mapping whose pages the kernel faults in and zeroes
-# on first touch (a 64 MiB saxpy result: 32 huge-page faults, ~12 ms of
-# kernel time, more than the kernel's own 8 ms of streaming), and free()
-# unmaps it again. glibc caps the mmap threshold at 32 MiB, so the
-# allocation turns mmap off (M_MMAP_MAX = 0) around its own call and
-# restores glibc's default after; the heap's top is trimmed only beyond
-# _KEEP_MAPPED bytes of free memory (M_TRIM_THRESHOLD, process-wide). The
-# cost: freed large blocks stay in the process (reused by the next large
-# allocation, ours or numpy's) instead of going back to the system at once.
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_MAX = -4
-_DEFAULT_MMAP_MAX = 65536
-_KEEP_MAPPED = 1 << 30
-_MIN_ALLOC_ELEMS = 1
 
 # The spelling tables, keyed like kir.BIN_CLASSES / UN_CLASSES /
 # CAST_CLASSES: (primitive, class) -> (how, name). how: "op" an IRBuilder
@@ -220,51 +207,6 @@ class _Decls:
 # Function emitter
 
 
-def block_allocator(decls: "_Decls") -> ir.Function:
-    """`pyshark.alloc(bytes) -> noalias ptr` (NULL on failure), defined once
-    per module and never inlined, so that every Alloc's block is an
-    identified object to LLVM's alias analysis: loads and stores through one
-    block are known not to touch another or an argument, and LLVM's loop
-    load elimination keeps a recurrence's `bb[i-1]` in a register (the
-    tridiagonal solves). Inline, the two allocation paths below met in a
-    phi, which alias analysis cannot identify.
-
-    Small blocks: malloc (16-byte aligned; the vector code uses unaligned
-    loads, and aligned_alloc's slower path showed in profiles). Large
-    blocks: 2 MiB aligned and advised as transparent huge pages (what
-    numpy's allocator does), so that a fresh result costs one page fault
-    per 2 MiB rather than per 4 KiB."""
-    fn = decls.cache.get("pyshark.alloc")
-    if fn is not None:
-        return fn
-    fn = ir.Function(decls.module, ir.FunctionType(_PTR, [_I64]), name="pyshark.alloc")
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    fn.attributes.add("nounwind")
-    fn.return_value.add_attribute("noalias")
-    decls.cache["pyshark.alloc"] = fn
-    raw = fn.args[0]
-    b = ir.IRBuilder(fn.append_basic_block("entry"))
-    huge_bb, small_bb = fn.append_basic_block("huge"), fn.append_basic_block("small")
-    b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
-    b.position_at_end(small_bb)
-    b.ret(b.call(decls.get("malloc", _PTR, [_I64]), [raw]))
-    b.position_at_end(huge_bb)
-    nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
-    # from the heap, not a fresh mapping: a freed block stays mapped and the
-    # next one reuses it without page faults (see _KEEP_MAPPED)
-    mallopt = decls.get("mallopt", _I32, [_I32, _I32])
-    b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
-    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
-    hp = b.call(decls.get("aligned_alloc", _PTR, [_I64, _I64]), [_I64(_HUGE), nbytes])
-    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
-    with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
-        madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
-        b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
-    b.ret(hp)
-    return fn
-
-
 class FnEmitter:
     """Emits one LLVM function: an entry (host code) or a ParFor body."""
 
@@ -277,6 +219,9 @@ class FnEmitter:
         self.prefix = prefix            # name stem for outlined ParFor functions
         self.vars: dict[str, tuple[ir.Value, K.KType]] = {}   # name -> (alloca, type)
         self.values: dict[str, ir.Value] = {}   # read-only SSA values (ParFor captures)
+        # variables spelled as SSA values (emit_ssa.py): their declaration
+        # puts the value in `values`, no alloca
+        self.ssa: frozenset = frozenset()
         # in a streaming loop (emit_parfor.py): pointer name -> (its block
         # buffer, the block's first index): nontemporal stores go there first
         self.streaming: Optional[dict] = None
@@ -306,6 +251,13 @@ class FnEmitter:
         if not self.b.block.is_terminated:
             self.b.branch(target)
 
+    def set_var(self, var: K.KVar, v: ir.Value):
+        """var = v: the value itself for an SSA variable, else a store."""
+        if var.name in self.ssa:
+            self.values[var.name] = v
+        else:
+            self.b.store(v, self.var_slot(var))
+
     def var_slot(self, var: K.KVar) -> ir.Value:
         slot = self.vars.get(var.name)
         if slot is None:
@@ -333,6 +285,8 @@ class FnEmitter:
             v = self.values.get(e.name)
             if v is not None:
                 return v
+            if e.name in self.ssa:
+                raise AssertionError(f"{e.name} read before its declaration (emit_ssa.py)")
             return b.load(self.var_slot(e), name=e.name, typ=reg_type(e.type))
         if isinstance(e, K.KConst):
             return _const(e.type, e.value)
@@ -430,12 +384,13 @@ class FnEmitter:
     def block(self, blk: K.Block):
         for s in blk.stms:
             self.stm(s)
+            if self.b.block.is_terminated:
+                return          # after a Fail: the rest of the block is dead
 
     def stm(self, s: K.Stm):
         b = self.b
         if isinstance(s, K.Set):
-            v = self.expr(s.value)
-            b.store(v, self.var_slot(s.var))
+            self.set_var(s.var, self.expr(s.value))
         elif isinstance(s, K.Store):
             t = K.type_of(s.value)
             if s.nontemporal and self.streaming is not None:
@@ -467,15 +422,17 @@ class FnEmitter:
             b.call(memcpy, [dst, src, nbytes, _I1(0)])
         elif isinstance(s, K.If):
             cond = self.expr(s.cond)
-            then_bb, else_bb, merge = (self.new_block("then"), self.new_block("else"),
-                                       self.new_block("endif"))
-            b.cbranch(cond, then_bb, else_bb)
+            then_bb = self.new_block("then")
+            else_bb = self.new_block("else") if s.orelse.stms else None
+            merge = self.new_block("endif")
+            b.cbranch(cond, then_bb, else_bb or merge)
             b.position_at_end(then_bb)
             self.block(s.then)
             self.goto(merge)
-            b.position_at_end(else_bb)
-            self.block(s.orelse)
-            self.goto(merge)
+            if else_bb is not None:
+                b.position_at_end(else_bb)
+                self.block(s.orelse)
+                self.goto(merge)
             b.position_at_end(merge)
         elif isinstance(s, K.For):
             poll = 0 if self.in_par else host_poll_stride(s.body)
@@ -545,7 +502,6 @@ class FnEmitter:
         if poll > 1:
             strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body))
             return
-        slot = self.var_slot(var)
         pre = b.block
         head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
                                self.new_block("for.end"))
@@ -555,7 +511,7 @@ class FnEmitter:
         i.add_incoming(lo, pre)
         b.cbranch(b.icmp_signed("<", i, hi), body_bb, done)
         b.position_at_end(body_bb)
-        b.store(i, slot)
+        self.set_var(var, i)
         self.block(body)
         if poll == 1 and not b.block.is_terminated:
             self.poll()
@@ -566,56 +522,30 @@ class FnEmitter:
         b.position_at_end(done)
 
     def fail(self, code: int, msg: int, args: list):
-        b = self.b
-        if self.in_par:
-            old = b.cmpxchg(self.ctx_field(CTX_CODE), _I32(0), _I32(code), "seq_cst")
-            won = b.extract_value(old, 1)
-            store_bb, out_bb = self.new_block("fail.first"), self.new_block("fail.ret")
-            b.cbranch(won, store_bb, out_bb)
-            b.position_at_end(store_bb)
-            self._store_fail_fields(msg, args)
-            b.branch(out_bb)
-            b.position_at_end(out_bb)
-            b.branch(self.unwind.target())
-        else:
-            b.store(_I32(code), self.ctx_field(CTX_CODE))
-            self._store_fail_fields(msg, args)
-            b.branch(self.unwind.target())
-        # anything after a Fail in the same block is dead code
-        b.position_at_end(self.new_block("after.fail"))
-
-    def _store_fail_fields(self, msg: int, args: list):
-        b = self.b
-        b.store(_I32(msg), self.ctx_field(CTX_MSG))
-        for k in range(4):
-            b.store(args[k] if k < len(args) else _I64(0), self.ctx_field(CTX_ARGS, k))
+        """Record the failure in ctx (emit_unwind.Runtime.fail_fn: out of
+        line, one cold function per module) and unwind."""
+        fn = self.mod.runtime.fail_fn(self.in_par)
+        args = list(args) + [_I64(0)] * (4 - len(args))
+        self.b.call(fn, [self.ctx, _I32(code), _I32(msg)] + args)
+        self.b.branch(self.unwind.target())
 
     def alloc(self, s: K.Alloc):
         b = self.b
-        t = s.var.type.elem
-        size = elem_size(t)
+        size = elem_size(s.var.type.elem)
         count = self.expr(s.count)
-        n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)),
-                     _I64(_MIN_ALLOC_ELEMS), count)
         limit = (2 ** 63 - _ALIGN) // size
-        fail_bb, try_bb, ok_bb = (self.new_block("alloc.fail"), self.new_block("alloc.try"),
-                                  self.new_block("alloc.ok"))
-        b.cbranch(b.icmp_signed(">", n, _I64(limit)), fail_bb, try_bb)
-        b.position_at_end(try_bb)
-        raw = b.mul(n, _I64(size))
-        slot = self.var_slot(s.var)
-        b.store(b.call(block_allocator(self.decls), [raw]), slot)
-        p = b.load(slot)
-        null = b.icmp_unsigned("==", p, ir.Constant(_PTR, None))
-        b.cbranch(null, fail_bb, ok_bb)
-        b.position_at_end(fail_bb)
-        self.fail(K.ERROR_CODES["MemoryError"], self.mod.alloc_msg, [count, _I64(size)])
-        self.goto(ok_bb)
+        p = b.call(block_allocator(self.mod), [self.ctx, count, _I64(size), _I64(limit),
+                                               _I1(int(self.in_par))])
+        ok_bb = self.new_block("alloc.ok")
+        b.cbranch(b.icmp_unsigned("==", p, ir.Constant(_PTR, None)), self.unwind.target(), ok_bb)
         b.position_at_end(ok_bb)
-        self.unwind.track(b.load(slot))
+        self.set_var(s.var, p)
+        self.unwind.track(p)
         if s.zeroed:
+            n = b.select(b.icmp_signed("<", count, _I64(_MIN_ALLOC_ELEMS)),
+                         _I64(_MIN_ALLOC_ELEMS), count)
             memset = self.decls.get("llvm.memset.p0.i64", _VOID, [_PTR, _I8, _I64, _I1])
-            b.call(memset, [b.load(slot), _I8(0), b.mul(n, _I64(size)), _I1(0)])
+            b.call(memset, [p, _I8(0), b.mul(n, _I64(size)), _I1(0)])
 
 
 # ---------------------------------------------------------------------------
@@ -695,13 +625,22 @@ class ModEmitter:
         return self._nontemporal_md
 
     def emit(self) -> str:
+        self._build()
+        return str(self.module)
+
+    def _build(self):
         if any(isinstance(s, K.Alloc) for f in self.kmod.functions for s in K.walk_stms(f.body)):
             self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
         for f in self.kmod.functions:
             self.function(f)
         from .c_api import add_c_api        # after the functions: the messages are final
         add_c_api(self.module, self.kmod.messages)
-        return str(self.module)
+
+    def emit_parts(self, parts: int) -> list[str]:
+        """The module's text split for parallel compilation (split.py)."""
+        self._build()
+        from .split import split_module
+        return split_module(self.module, [f.name for f in self.kmod.functions], parts)
 
     def function(self, f: K.Function):
         fty = ir.FunctionType(_I32, [_PTR] + [param_type(p.type) for p in f.params])
@@ -717,13 +656,14 @@ class ModEmitter:
             fn.attributes.add("noinline")
             fn.attributes.add("optnone")
         em = FnEmitter(self, fn, fn.args[0], in_par=False, prefix=f.name)
+        em.ssa = ssa_vars(f.body, tuple(p.name for p in f.params))
         em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, fn.args[1:]):
             a.name = p.name
             v = a
             if p.type is BOOL:
                 v = em.b.icmp_unsigned("!=", a, _I8(0))
-            em.b.store(v, em.var_slot(p))
+            em.set_var(p, v)
         em.b.store(_I32(0), em.ctx_field(CTX_CODE))
         em.unwind.arm()
         em.block(f.body)

@@ -58,6 +58,7 @@ from .. import kir as K
 from .emit_llvm import FnEmitter
 from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
                          elem_size, mem_type, reg_type, streaming_fence)
+from .emit_ssa import ssa_vars
 from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _LINE = 64                  # bytes of a cache line: the streaming alignment
@@ -216,6 +217,7 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     bfn.attributes.add("noinline")
     bfn.args[0].name = "ctx"
     bem = FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
+    bem.ssa = ssa_vars(s.body, tuple(v.name for v in caps) + (s.var.name,))
     bem.unwind = Unwinder(bem, s.body, entry=False)
     bem.unwind.fence = bool(nontemporal_stores(s.body))
     loops = _has_loop(s.body)

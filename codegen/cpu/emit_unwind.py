@@ -45,7 +45,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from .. import kir as K
-from .llvm_types import CTX_CODE, CTX_SIGINT, streaming_fence
+from .llvm_types import CTX_ARGS, CTX_CODE, CTX_MSG, CTX_SIGINT, CTX_TYPE, streaming_fence
 from .llvm_types import I1 as _I1, I8 as _I8, I32 as _I32, I64 as _I64, PTR as _PTR, VOID as _VOID
 
 INTERRUPT_MESSAGE = "interrupted by SIGINT (Ctrl-C)"
@@ -121,6 +121,45 @@ class Runtime:
         self.sigaction_ok = sigaction_ok
         self._fns: dict = {}
         self._flag = None
+
+    # -- failing ---------------------------------------------------------------
+
+    def fail_fn(self, par: bool) -> ir.Function:
+        """void fail(ctx, i32 code, i32 msg, i64 a0..a3): records a failure
+        in ctx; the caller then branches to its unwind block. Host code
+        stores code, msg and args; inside a ParFor (`par`) the first failure
+        wins: a cmpxchg of ctx->code from 0, and only the winner stores msg
+        and args. One `cold noinline` function per module instead of ~12
+        instructions and two blocks at every Fail: LocVolCalib's strike
+        body had 350 of them ("Compile time" in docs/cpu-backend.md)."""
+        key = "fail.par" if par else "fail"
+        fn = self._fns.get(key)
+        if fn is not None:
+            return fn
+        fn = self._fns[key] = self._internal("pyshark." + key, _VOID,
+                                             [_PTR, _I32, _I32] + [_I64] * 4)
+        fn.attributes.add("cold")
+        fn.attributes.add("noinline")
+        ctx, code, msg = fn.args[:3]
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+
+        def field(*idx):
+            return b.gep(ctx, [_I32(0)] + [_I32(i) for i in idx], inbounds=True,
+                         source_etype=CTX_TYPE)
+        if par:
+            won = b.extract_value(b.cmpxchg(field(CTX_CODE), _I32(0), code, "seq_cst"), 1)
+            first, out = fn.append_basic_block("first"), fn.append_basic_block("out")
+            b.cbranch(won, first, out)
+            b.position_at_end(out)
+            b.ret_void()
+            b.position_at_end(first)
+        else:
+            b.store(code, field(CTX_CODE))
+        b.store(msg, field(CTX_MSG))
+        for k in range(4):
+            b.store(fn.args[3 + k], field(CTX_ARGS, k))
+        b.ret_void()
+        return fn
 
     # -- the table of live blocks --------------------------------------------
 

@@ -92,14 +92,23 @@ def _parse_and_optimise(llvm_ir: str, tm) -> "llvm.ModuleRef":
     with stage("llvm-verify"):
         mod.verify()
     with stage("llvm-optimise"):
-        pto = llvm.create_pipeline_tuning_options(speed_level=3)
-        pto.loop_vectorization = True
-        pto.slp_vectorization = True
-        pto.loop_interleaving = True
-        pto.loop_unrolling = True
-        pb = llvm.create_pass_builder(tm, pto)
-        pb.getModulePassManager().run(mod, pb)
+        _run_pipeline(mod, tm)
     return mod
+
+
+def _run_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False) -> None:
+    """LLVM's O3 pipeline for the host CPU (`unlocked`: see _unlocked)."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_interleaving = True
+    pto.loop_unrolling = True
+    pb = llvm.create_pass_builder(tm, pto)
+    mpm = pb.getModulePassManager()
+    if unlocked:
+        _unlocked("LLVMPY_RunNewModulePassManager")(mpm, mod, pb)
+    else:
+        mpm.run(mod, pb)
 
 
 # ---------------------------------------------------------------------------
@@ -203,30 +212,41 @@ def find_c_compiler() -> Optional[str]:
     return None
 
 
-def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bool = False,
-                       cc: Optional[str] = "auto") -> None:
+def optimise_and_build(llvm_ir: Union[str, list], out_path: Union[str, Path], *,
+                       fastmath: bool = False, cc: Optional[str] = "auto") -> None:
     """Build `out_path`: a shared library when a C compiler exists (cc="auto"
     finds one; pass a path to choose, or None to force the JIT fallback),
     else the optimised IR text for `load_library` to JIT. Written atomically
-    (temporary file, then rename)."""
+    (temporary file, then rename). `llvm_ir` may be a list of modules
+    (emit.emit_module_parts): each is optimised and compiled in a thread of
+    its own and the objects are linked together."""
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     compiler = find_c_compiler() if cc == "auto" else cc
+    parts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
+    if compiler is None and len(parts) > 1:
+        parts = [_join(parts)]
     with _LOCK:
-        tm = target_machine()
-        mod, mvec = _optimise_for_host(llvm_ir, tm)
-        with stage("llvm-object"):
-            obj = tm.emit_object(mod) if compiler else None
-        text = None if compiler else str(mod)
+        if len(parts) == 1:
+            tm = target_machine()
+            mod, mvec = _optimise_for_host(parts[0], tm)
+            with stage("llvm-object"):
+                objs = [tm.emit_object(mod)] if compiler else []
+            text = None if compiler else str(mod)
+        else:
+            objs, mvec = _compile_parallel(parts)
+            text = None
     tmpdir = tempfile.mkdtemp(prefix=".pyshark-link-", dir=out_path.parent)
     try:
         tmp_out = Path(tmpdir) / out_path.name
         if compiler is None:
             tmp_out.write_text(text)
         else:
-            obj_path = Path(tmpdir) / "module.o"
-            obj_path.write_bytes(obj)
-            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), str(obj_path), "-lm"]
+            obj_paths = []
+            for k, obj in enumerate(objs):
+                obj_paths.append(str(Path(tmpdir) / f"module{k}.o"))
+                Path(obj_paths[-1]).write_bytes(obj)
+            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), *obj_paths, "-lm"]
             if mvec:
                 cmd.append("-lmvec")
             with stage("link"):
@@ -236,6 +256,90 @@ def optimise_and_build(llvm_ir: str, out_path: Union[str, Path], *, fastmath: bo
         os.replace(tmp_out, out_path)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _join(parts: list) -> str:
+    """The parts linked back into one module's text (the JIT fallback)."""
+    _init()
+    mod = llvm.parse_assembly(parts[0])
+    for t in parts[1:]:
+        mod.link_in(llvm.parse_assembly(t))
+    return str(mod)
+
+
+def _compile_part(text: str, tm, times: dict) -> tuple[bytes, bool]:
+    """One part, in its own LLVM context (contexts are not thread-safe):
+    parse, verify, optimise, libmvec, object code; `times` gets each
+    stage's seconds."""
+    import time
+
+    def timed(name, f):
+        t0 = time.perf_counter()
+        r = f()
+        times[name] = time.perf_counter() - t0
+        return r
+    ctx = llvm.create_context()
+    mod = timed("llvm-parse", lambda: llvm.parse_assembly(text, context=ctx))
+    mod.triple = tm.triple
+    mod.data_layout = str(tm.target_data)
+    timed("llvm-verify", mod.verify)
+    timed("llvm-optimise", lambda: _run_pipeline(mod, tm, unlocked=True))
+    mvec = timed("libmvec", lambda: _rename_to_libmvec(mod))
+    obj = timed("llvm-object", lambda: _emit_object_unlocked(tm, mod))
+    return obj, mvec
+
+
+def _unlocked(name: str):
+    """llvmlite's ctypes function `name` without llvmlite's process-wide
+    lock, which every llvmlite call takes, so two threads would run LLVM
+    one after the other. Only for the long calls of _compile_part, on
+    objects no other thread touches (their own context and target machine:
+    LLVM compiles separate contexts concurrently, as ORC does); where this
+    llvmlite has no such attribute, the locked function."""
+    from llvmlite.binding import ffi
+    fn = getattr(ffi.lib, name)
+    return getattr(fn, "_cfn", fn)
+
+
+def _emit_object_unlocked(tm, mod) -> bytes:
+    """tm.emit_object(mod) outside llvmlite's lock (see _unlocked)."""
+    from ctypes import string_at
+    from llvmlite.binding import ffi
+    with ffi.OutputString() as err:
+        mb = _unlocked("LLVMPY_TargetMachineEmitToMemory")(tm, mod, 1, err)
+        if not mb:
+            raise RuntimeError(str(err))
+    try:
+        return string_at(ffi.lib.LLVMPY_GetBufferStart(mb), ffi.lib.LLVMPY_GetBufferSize(mb))
+    finally:
+        ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
+
+
+def _part_machines(n: int) -> list:
+    """A target machine per parallel part (one is not safe to share between
+    threads), cached."""
+    tms = _STATE.setdefault("part_tms", [])
+    while len(tms) < n:
+        tms.append(_new_target_machine(jit=False))
+    return tms[:n]
+
+
+def _compile_parallel(parts: list) -> tuple[list, bool]:
+    """Every part in a thread of its own (llvmlite releases the GIL in
+    LLVM's calls); each stage is recorded as its longest part's time, the
+    parts running side by side."""
+    from concurrent.futures import ThreadPoolExecutor
+    from pyshark.compile_times import current
+    times = [dict() for _ in parts]
+    tms = _part_machines(len(parts))
+    with ThreadPoolExecutor(len(parts)) as pool:
+        futs = [pool.submit(_compile_part, t, tm, d) for t, tm, d in zip(parts, tms, times)]
+        res = [f.result() for f in futs]
+    rec = current()
+    if rec is not None:
+        for name in times[0]:
+            rec.add(name, max(d.get(name, 0.0) for d in times))
+    return [o for o, _ in res], any(m for _, m in res)
 
 
 # ---------------------------------------------------------------------------

@@ -304,7 +304,7 @@ def test_out_of_range_float_to_int_conversions_match_python_mode(tmp_path):
 
 def test_large_results_reuse_freed_memory_without_page_faults(tmp_path):
     # a large block comes from the heap and stays mapped when numpy frees it,
-    # so the next call's result costs no page faults (emit_llvm._KEEP_MAPPED)
+    # so the next call's result costs no page faults (emit_alloc._KEEP_MAPPED)
     import resource
     w = wrapper(SAXPY, tmp_path)
     xs = np.ones(1 << 23, np.float32)           # 32 MiB results

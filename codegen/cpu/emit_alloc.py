@@ -1,0 +1,106 @@
+"""The cpu emitter's allocation (part of emit_llvm.py; see its docstring):
+`pyshark.alloc`, the one function every kir.Alloc calls."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from .. import kir as K
+from .llvm_types import I1 as _I1, I32 as _I32, I64 as _I64, PTR as _PTR
+
+_HUGE = 1 << 21             # transparent huge page size on x86-64
+_HUGE_MIN = 1 << 22         # blocks from 4 MiB on are advised as huge pages
+_MADV_HUGEPAGE = 14
+# Large blocks come from glibc's heap rather than from mmap: with mmap, each
+# fresh result is a new mapping whose pages the kernel faults in and zeroes
+# on first touch (a 64 MiB saxpy result: 32 huge-page faults, ~12 ms of
+# kernel time, more than the kernel's own 8 ms of streaming), and free()
+# unmaps it again. glibc caps the mmap threshold at 32 MiB, so the
+# allocation turns mmap off (M_MMAP_MAX = 0) around its own call and
+# restores glibc's default after; the heap's top is trimmed only beyond
+# _KEEP_MAPPED bytes of free memory (M_TRIM_THRESHOLD, process-wide). The
+# cost: freed large blocks stay in the process (reused by the next large
+# allocation, ours or numpy's) instead of going back to the system at once.
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_MAX = -4
+_DEFAULT_MMAP_MAX = 65536
+_KEEP_MAPPED = 1 << 30
+MIN_ALLOC_ELEMS = 1
+
+
+def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
+    """`pyshark.alloc(ctx, count, size, limit, i1 par) -> noalias ptr`: a
+    block of max(count, 1) * size bytes, or NULL after recording
+    `Fail("MemoryError", ALLOC_FAIL_MESSAGE, (count, size))` in ctx (when
+    max(count, 1) > limit, or the allocation fails; `par`: as a ParFor body
+    fails, emit_unwind.Runtime.fail_fn). Defined once per module and never
+    inlined, so that every Alloc's block is an identified object to LLVM's
+    alias analysis: loads and stores through one block are known not to
+    touch another or an argument, and LLVM's loop load elimination keeps a
+    recurrence's `bb[i-1]` in a register (the tridiagonal solves). Inline,
+    the two allocation paths below met in a phi, which alias analysis
+    cannot identify. The checks live here too: an Alloc is a call and a
+    null test where it was ~35 instructions ("Compile time").
+
+    Small blocks: malloc (16-byte aligned; the vector code uses unaligned
+    loads, and aligned_alloc's slower path showed in profiles). Large
+    blocks: 2 MiB aligned and advised as transparent huge pages (what
+    numpy's allocator does), so that a fresh result costs one page fault
+    per 2 MiB rather than per 4 KiB."""
+    decls = mod.decls
+    fn = decls.cache.get("pyshark.alloc")
+    if fn is not None:
+        return fn
+    fn = ir.Function(decls.module, ir.FunctionType(_PTR, [_PTR, _I64, _I64, _I64, _I1]),
+                     name="pyshark.alloc")
+    fn.linkage = "internal"
+    fn.attributes.add("noinline")
+    fn.attributes.add("nounwind")
+    fn.return_value.add_attribute("noalias")
+    decls.cache["pyshark.alloc"] = fn
+    ctx, count, size, limit, par = fn.args
+    b = ir.IRBuilder(fn.append_basic_block("entry"))
+    try_bb, huge_bb, small_bb, got_bb, fail_bb, fail_par, fail_host = (
+        fn.append_basic_block(n) for n in ("try", "huge", "small", "got", "fail", "fail.par",
+                                           "fail.host"))
+    n = b.select(b.icmp_signed("<", count, _I64(MIN_ALLOC_ELEMS)), _I64(MIN_ALLOC_ELEMS), count)
+    b.cbranch(b.icmp_signed(">", n, limit), fail_bb, try_bb)
+    b.position_at_end(try_bb)
+    raw = b.mul(n, size)
+    b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
+    b.position_at_end(small_bb)
+    small = b.call(decls.get("malloc", _PTR, [_I64]), [raw])
+    b.branch(got_bb)
+    b.position_at_end(huge_bb)
+    nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
+    # from the heap, not a fresh mapping: a freed block stays mapped and the
+    # next one reuses it without page faults (see _KEEP_MAPPED)
+    mallopt = decls.get("mallopt", _I32, [_I32, _I32])
+    b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
+    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
+    hp = b.call(decls.get("aligned_alloc", _PTR, [_I64, _I64]), [_I64(_HUGE), nbytes])
+    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
+    with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
+        madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
+        b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
+    huge_end = b.block
+    b.branch(got_bb)
+    b.position_at_end(got_bb)
+    p = b.phi(_PTR)
+    p.add_incoming(small, small_bb)
+    p.add_incoming(hp, huge_end)
+    ok_bb = fn.append_basic_block("ok")
+    b.cbranch(b.icmp_unsigned("==", p, ir.Constant(_PTR, None)), fail_bb, ok_bb)
+    b.position_at_end(ok_bb)
+    b.ret(p)
+    b.position_at_end(fail_bb)
+    b.cbranch(par, fail_par, fail_host)
+    args = [ctx, _I32(K.ERROR_CODES["MemoryError"]), _I32(mod.alloc_msg), count, size,
+            _I64(0), _I64(0)]
+    for bb, is_par in ((fail_par, True), (fail_host, False)):
+        b.position_at_end(bb)
+        b.call(mod.runtime.fail_fn(is_par), args)
+        b.ret(ir.Constant(_PTR, None))
+    return fn
+
+
+__all__ = ["block_allocator", "MIN_ALLOC_ELEMS"]

@@ -1,0 +1,111 @@
+"""Splits an emitted module into parts that LLVM optimises and compiles in
+parallel threads (link.optimise_and_build), linked into one library.
+
+LLVM's pipeline and code generation are 70-80% of a cold compile and work
+function by function; llvmlite releases the GIL in its C++ calls, so two
+modules in two threads (each with its own LLVM context and target machine)
+use both cores of a 2-core machine. Nothing about the generated code may
+change, so the unit of the split is a kir function with everything only it
+uses (an entry, its ParFor body functions and their outlined `.omp`
+functions: internal functions calling each other, which LLVM may inline or
+specialise, stay in one module). Units go to parts by size (instructions;
+`optnone` glue counts less), largest first. The other pieces:
+- internal globals (the SIGINT flag, the displaced handler) and the
+  functions that use them (arming, the handler) are defined once, in part 0,
+  with hidden visibility, and declared in the others (one flag per library,
+  as before; hidden: not exported from the .so);
+- the other internal helpers (fail, alloc, the table of live blocks) are
+  copied into every part (each keeps only what it calls);
+- private constants and metadata are copied; the C API stays in part 0.
+"""
+from __future__ import annotations
+
+from llvmlite import ir
+
+#: the helpers whose state is per library (emit_unwind.Runtime's SIGINT pieces)
+_SHARED_PREFIX = "pyshark.sigint."
+#: how much an `optnone` instruction weighs beside an optimised one
+_OPTNONE_WEIGHT = 0.15
+
+
+def _size(fn: ir.Function) -> float:
+    n = sum(len(bb.instructions) for bb in fn.blocks)
+    return n * (_OPTNONE_WEIGHT if "optnone" in fn.attributes else 1.0)
+
+
+def _declaration(fn: ir.Function) -> str:
+    """`declare hidden ...` of an internal function defined in another part."""
+    buf: list = []
+    blocks, linkage = fn.blocks, fn.linkage
+    fn.blocks, fn.linkage = [], "hidden"
+    try:
+        fn.descr_prototype(buf)
+    finally:
+        fn.blocks, fn.linkage = blocks, linkage
+    return "".join(buf)
+
+
+def _hidden(v) -> str:
+    """The definition of an internal global value with hidden visibility."""
+    linkage = v.linkage
+    v.linkage = "hidden"
+    try:
+        return str(v)
+    finally:
+        v.linkage = linkage
+
+
+def split_module(module: ir.Module, entries: list[str], parts: int = 2,
+                 min_size: int = 400) -> list[str]:
+    """The module's text in up to `parts` parts (see the module docstring);
+    one part when it has one unit, or under `min_size` instructions."""
+    units: dict[str, list] = {e: [] for e in entries}
+    for v in module.globals.values():
+        if isinstance(v, ir.Function) and v.blocks:
+            unit = next((e for e in entries if v.name == e or v.name.startswith(e + ".parfor")),
+                        None)
+            if unit is not None:
+                units[unit].append(v)
+    sizes = {e: sum(_size(f) for f in fs) for e, fs in units.items()}
+    parts = min(parts, sum(1 for s in sizes.values() if s > 0))
+    if parts < 2 or sum(sizes.values()) < min_size:
+        return [str(module)]
+    load = [0.0] * parts
+    owner: dict[str, int] = {}
+    for e in sorted(units, key=lambda e: -sizes[e]):
+        j = min(range(parts), key=lambda k: load[k])
+        load[j] += sizes[e]
+        for f in units[e]:
+            owner[f.name] = j
+    texts = []
+    for j in range(parts):
+        lines = ['; ModuleID = "%s.part%d"' % (module.name, j),
+                 'target triple = "%s"' % module.triple,
+                 'target datalayout = "%s"' % module.data_layout, '']
+        lines += [t.get_declaration() for t in module.get_identified_types().values()]
+        for v in module.globals.values():
+            if v.name in owner:                         # a unit's function
+                if owner[v.name] == j:
+                    lines.append(str(v))
+            elif isinstance(v, ir.Function):
+                shared = v.name.startswith(_SHARED_PREFIX) and v.blocks
+                if shared:
+                    lines.append(_hidden(v) if j == 0 else _declaration(v))
+                elif v.linkage == "internal" or not v.blocks or j == 0:
+                    lines.append(str(v))                # helpers, declarations, the C API
+            elif v.linkage == "internal":               # per-library state
+                lines.append(_hidden(v) if j == 0 else _external(v))
+            else:
+                lines.append(str(v))                    # private constants
+        lines += module._get_metadata_lines()
+        texts.append("\n".join(lines))
+    return texts
+
+
+def _external(g: ir.GlobalVariable) -> str:
+    """`@g = external hidden global T` for a global defined in part 0."""
+    align = f", align {g.align}" if g.align else ""
+    return f"{g.get_reference()} = external hidden global {g.value_type}{align}"
+
+
+__all__ = ["split_module"]

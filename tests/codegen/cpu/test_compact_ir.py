@@ -1,0 +1,66 @@
+"""The compile-time measures of the cpu emitter keep behaviour: variables as
+SSA values (emit_ssa.py), failure paths out of line, and a module split into
+parts compiled in parallel threads and linked together (split.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cpu_harness import I0, I1, I64, K, Built, c64, v
+from pyshark.codegen.cpu import load_library, optimise_and_build
+from pyshark.codegen.cpu.emit import emit_module, emit_module_parts
+from pyshark.codegen.cpu.emit_ssa import ssa_vars
+from test_cpu_memory_control import _module
+
+x, y, z, i, n = v("x", I64), v("y", I64), v("z", I64), v("i", I64), v("n", I64)
+
+
+def test_ssa_vars_are_declared_once_where_they_dominate():
+    body = K.Block((
+        K.Set(x, c64(1)),                                   # once, read below: SSA
+        K.If(K.Bin("gt", n, I0), K.Block((K.Set(y, x),)),   # y set in a branch, read after
+             K.Block((K.Set(y, c64(2)),))),
+        K.Set(z, y),                                        # z read before its set in the loop
+        K.For(i, I0, n, K.Block((K.Set(z, K.Bin("add", z, i)),))),
+    ))
+    assert ssa_vars(body, ("n",)) == {"n", "x", "i"}
+    # read in a loop before its only declaration there: the previous iteration's value
+    loop = K.Block((K.For(i, I0, n, K.Block((
+        K.If(K.Bin("gt", i, I0), K.Block((K.Set(z, K.Bin("add", x, I1)),))),
+        K.Set(x, i),))),))
+    assert "x" not in ssa_vars(loop, ("n",))
+
+
+def test_fail_is_a_call_of_one_cold_function():
+    text = emit_module(_module())
+    assert text.count("cmpxchg") <= 1           # only in pyshark.fail.par (for pyshark.alloc)
+    assert 'define internal void @"pyshark.fail"' in text
+    assert text.count('call void @"pyshark.fail"') >= 2
+
+
+def test_split_module_links_and_behaves(tmp_path: Path):
+    m = _module()
+    K.check_module(m)
+    parts = emit_module_parts(m, 2)
+    assert len(parts) == 2
+    # one SIGINT flag per library: defined in part 0, declared in part 1
+    assert sum('"pyshark.sigint.flag" = hidden global' in p for p in parts) <= 1
+    out = tmp_path / "split.so"
+    optimise_and_build(parts, out)
+    lib = Built(m, load_library(out), "\n".join(parts))
+    o = np.zeros(2, np.int64)
+    for x0, steps in [(1, 0), (27, 111)]:
+        lib.call("collatz", x0, o)
+        assert o[0] == steps
+    ys = np.arange(10, dtype=np.int64) * 10
+    rc, ctx = lib.call("checked_get", ys, 10, 12, o)
+    assert rc == K.ERROR_CODES["IndexError"] and list(ctx.args) == [12, 10, 0, 0]
+    rc, ctx = lib.call("alloc_n", 1 << 60)
+    assert rc == K.ERROR_CODES["MemoryError"] and list(ctx.args) == [1 << 60, 8, 0, 0]
+    # the JIT fallback joins the parts back into one module
+    jit = tmp_path / "split.ll"
+    optimise_and_build(parts, jit, cc=None)
+    lib2 = Built(m, load_library(jit), "")
+    lib2.call("collatz", 27, o)
+    assert o[0] == 111
