@@ -38,7 +38,8 @@ from pyshark.core.types import I32, I64, U64
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Delayed, Lowerer
-from ..mc.common import all_scalar, check_width, elements
+from ..mc.common import all_scalar, apply_op, check_width, elements
+from ..usage import free_vars
 from .common import can_fail, group_for, group_size, local_alloc, trial
 from .group import (ONE, ZERO, fold_contiguous, fold_strided, group_count, in_range_index,
                     is_commutative, lambda_op, local_bytes, new_vars, pack, packs, set_all,
@@ -224,9 +225,12 @@ def one_pass_reduce(lw: Lowerer, op, types: list, neutral: list, elem, n: K.Expr
 
 
 def rows_reduced(lw: Lowerer, e: ir.Map, env):
-    """(reduce, host rows) when e is `map(\\r... -> reduce(op, ne, r...), X...)`
-    (sizes of its rows may come first) over rank-2 arrays in memory, with
-    scalar results and an operator that cannot fail; else None."""
+    """What segmented_reduce needs when e is `map(\r... -> reduce(op, ne,
+    xs...), X...)` over rank-2 arrays in memory, where xs are the rows r or
+    the results of one map of them (and of arrays shared by every row: a
+    map-reduce, backprop's sum of products of a weight row and the layer);
+    sizes of the rows may come first; scalar results, an operator and a
+    map function that cannot fail. Else None."""
     lam = e.lam
     stms = lam.body.stms
     if not stms or not e.arrs:
@@ -241,13 +245,32 @@ def rows_reduced(lw: Lowerer, e: ir.Map, env):
         return None
     params = {p.name for p in lam.params}
     local = set(params)
+    mp = None
     for s in stms[:-1]:
-        if s.exp.__class__ is not ir.Size or s.exp.arr.name not in params:
+        if s.exp.__class__ is ir.Size and s.exp.arr.name in params:
+            local.update(v.name for v in s.pat)
+        elif s.exp.__class__ is ir.Map and mp is None and all_scalar(s.exp.lam.ret):
+            mp = s
+            local.update(v.name for v in s.pat)
+        else:
             return None
-        local.update(v.name for v in s.pat)
-    if any(a.name not in params for a in red.arrs) or any(
-            a.__class__ is ir.Var and a.name in local for a in red.neutral):
+    if any(a.__class__ is ir.Var and a.name in local for a in red.neutral):
         return None
+    if mp is None:
+        if any(a.name not in params for a in red.arrs):
+            return None
+    else:
+        made = {v.name for v in mp.pat}
+        if {a.name for a in red.arrs} != made or len(red.arrs) != len(made):
+            return None
+        if free_vars(mp.exp.lam) & local:
+            return None
+        for a in mp.exp.arrs:
+            if a.name in params:
+                continue
+            v = env.get(a.name)
+            if a.name in local or not isinstance(v, Arr) or v.rank != 1:
+                return None
     arrs = [lw.array(a, env) for a in e.arrs]
     if any(not isinstance(a, Arr) or a.rank != 2 for a in arrs):
         return None
@@ -255,8 +278,14 @@ def rows_reduced(lw: Lowerer, e: ir.Map, env):
     if local_bytes(red.lam.ret) * G > lw.options.target.local_mem or op_can_fail(lw, red.lam,
                                                                                   env):
         return None
-    by_param = {p.name: a for p, a in zip(lam.params, arrs)}
-    return red, [by_param[a.name] for a in red.arrs]
+    if mp is not None:
+        def gen():
+            args = [lw.var("x", p.type) for p in mp.exp.lam.params]
+            return apply_op(lw, mp.exp.lam, env, args)
+        if can_fail(trial(lw, gen)[1]):
+            return None
+    return SimpleNamespace(red=red, mp=mp, arrs=arrs,
+                           by_param={p.name: a for p, a in zip(lam.params, arrs)})
 
 
 def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
@@ -270,7 +299,7 @@ def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
     found = rows_reduced(lw, e, env)
     if found is None:
         return None
-    red, rows_of = found
+    red, mp, by_param = found.red, found.mp, found.by_param
     G = group_size(lw)
     cG = S.const(G, I64)
     types = list(red.lam.ret)
@@ -278,19 +307,36 @@ def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
     m = lw.scalar(e.width, env)
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, m, e.arrs, arrs, stm.loc, "map")
-    n = rows_of[0].shape[1]
-    with lw.block() as checks:      # the function's own check, per element: once if any
-        check_width(lw, n, red.arrs[1:],
-                    [SimpleNamespace(shape=(a.shape[1],)) for a in rows_of[1:]],
-                    stm.loc, "reduce")
+    n = arrs[0].shape[1]
+    with lw.block() as checks:      # the function's own checks, per element: once if any
+        if mp is None:
+            check_width(lw, n, red.arrs[1:],
+                        [SimpleNamespace(shape=(by_param[a.name].shape[1],))
+                         for a in red.arrs[1:]], stm.loc, "reduce")
+        else:
+            check_width(lw, n, mp.exp.arrs,
+                        [SimpleNamespace(shape=(by_param[a.name].shape[1],))
+                         if a.name in by_param else lw.array(a, env) for a in mp.exp.arrs],
+                        stm.loc, "map")
     lw.emit(K.If(S.b("gt", m, ZERO), checks[0]))
     outs = [lw.alloc("map", t, (m,)) for t in types]
     neutral = [lw.atom(a, env) for a in red.neutral]
     op = lambda_op(lw, red.lam, env)
     fold = fold_strided if is_commutative(red) else fold_contiguous
+    if mp is not None:
+        order = [next(k for k, v in enumerate(mp.pat) if v.name == a.name) for a in red.arrs]
 
     def row_elems(r):
-        return lambda j: elements(lw, elements(lw, rows_of, r), j)
+        if mp is None:
+            rows = elements(lw, [by_param[a.name] for a in red.arrs], r)
+            return lambda j: elements(lw, rows, j)
+        srcs = [elements(lw, [by_param[a.name]], r)[0] if a.name in by_param
+                else lw.array(a, env) for a in mp.exp.arrs]
+
+        def elem(j):
+            vals = apply_op(lw, mp.exp.lam, env, elements(lw, srcs, j))
+            return [vals[k] for k in order]
+        return elem
 
     def per_group(i):
         locs = [local_alloc(lw, "red", t, G) for t in types]

@@ -30,6 +30,12 @@ def row_dots(a: M, b: M) -> ps.Array[ps.f32]:
 
 
 @ps.entry
+def layer(w: M, v: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+    """backprop's shape: each row's products with one shared vector, summed."""
+    return ps.map(lambda r: ps.sum(ps.map(lambda a, b: a * b, r, v)), w)
+
+
+@ps.entry
 def last_nonzero(m: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.i64]:
     """Associative, not commutative: the order of a row is kept."""
     return ps.map(lambda r: ps.reduce(lambda x, y: y if y != 0 else x, 0, r), m)
@@ -69,6 +75,8 @@ def test_rows_agree_with_python_mode(mods, rows, cols):
     q = r.random((rows, cols), dtype=np.float32)
     _same(py.row_sums(m), cl.row_sums(m), 1e-4)
     _same(py.row_dots(m, q), cl.row_dots(m, q), 1e-4)
+    v = r.random(cols, dtype=np.float32)
+    _same(py.layer(m, v), cl.layer(m, v), 1e-4)
     k = r.integers(-3, 4, (rows, cols)).astype(np.int64) * r.integers(0, 2, (rows, cols))
     _same(py.last_nonzero(k), cl.last_nonzero(k))
     _same(py.min_and_count(k), cl.min_and_count(k))
@@ -88,6 +96,10 @@ def test_rows_of_different_lengths_raise_shape_error(mods):
     for mod in (py, cl):
         with pytest.raises(Exception) as info:
             mod.row_dots(a, b)
+        assert type(info.value).__name__ == "ShapeError"
+    for mod in (py, cl):
+        with pytest.raises(Exception) as info:
+            mod.layer(a, np.ones(7, np.float32))
         assert type(info.value).__name__ == "ShapeError"
     # no row: the function never runs, so nothing to raise
     _same(py.row_dots(a[:0], b[:0]), cl.row_dots(a[:0], b[:0]))
