@@ -246,14 +246,16 @@ def rows_reduced(lw: Lowerer, e: ir.Map, env):
     params = {p.name for p in lam.params}
     local = set(params)
     mp = None
+    prefix = []                 # sizes and their checks: run once, on the host
     for s in stms[:-1]:
-        if s.exp.__class__ is ir.Size and s.exp.arr.name in params:
-            local.update(v.name for v in s.pat)
-        elif s.exp.__class__ is ir.Map and mp is None and all_scalar(s.exp.lam.ret):
+        if s.exp.__class__ is ir.Map and mp is None and all_scalar(s.exp.lam.ret):
             mp = s
-            local.update(v.name for v in s.pat)
+        elif mp is None and s.exp.__class__ in _HOST_PREFIX and (
+                s.exp.__class__ is ir.Size or not (free_vars(s.exp) & params)):
+            prefix.append(s)
         else:
             return None
+        local.update(v.name for v in s.pat)
     if any(a.__class__ is ir.Var and a.name in local for a in red.neutral):
         return None
     if mp is None:
@@ -284,8 +286,14 @@ def rows_reduced(lw: Lowerer, e: ir.Map, env):
             return apply_op(lw, mp.exp.lam, env, args)
         if can_fail(trial(lw, gen)[1]):
             return None
-    return SimpleNamespace(red=red, mp=mp, arrs=arrs,
+    return SimpleNamespace(red=red, mp=mp, arrs=arrs, prefix=prefix,
                            by_param={p.name: a for p, a in zip(lam.params, arrs)})
+
+
+# Statements a segmented reduction's function may run before its map: the
+# sizes of its rows (the same for every row of a rank-2 array) and of shared
+# arrays, and the checks comparing them, run once on the host for row 0.
+_HOST_PREFIX = (ir.Size, ir.BinOp, ir.UnOp, ir.Select, ir.AtomExp, ir.Assert)
 
 
 def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
@@ -309,6 +317,11 @@ def segmented_reduce(lw: Lowerer, e: ir.Map, env, stm):
     check_width(lw, m, e.arrs, arrs, stm.loc, "map")
     n = arrs[0].shape[1]
     with lw.block() as checks:      # the function's own checks, per element: once if any
+        henv = dict(env)
+        henv.update({p.name: row for p, row in zip(e.lam.params, elements(lw, arrs, ZERO))})
+        for s in found.prefix:
+            for v, val in zip(s.pat, lw.lower_exp(s, henv)):
+                henv[v.name] = val
         if mp is None:
             check_width(lw, n, red.arrs[1:],
                         [SimpleNamespace(shape=(by_param[a.name].shape[1],))
