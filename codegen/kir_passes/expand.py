@@ -16,7 +16,7 @@ the top level of the body (so the buffer never outlives its iteration). The
 Free goes away with it. When the body uses the buffer only through
 Load/Store of the pointer or an alias, copies among them and CopyMem into
 or out of it, the blocks are interleaved instead of sliced: p[e] becomes
-arena[e * n + i] (_Interleave; a CopyMem becomes an element loop), so that neighbouring
+arena[e * n + i] (Interleave; a CopyMem becomes an element loop), so that neighbouring
 work-items touch neighbouring addresses. Other allocations stay, and come
 from the work-item heaps of emit_cl.py.
 
@@ -130,7 +130,7 @@ def direct_only(body: K.Block, cls: set) -> bool:
 _INTERLEAVE_STMS = (K.Set, K.Store, K.If, K.For, K.While, K.Fail, K.Alloc, K.Free, K.CopyMem)
 
 
-class _Interleave:
+class Interleave:
     """Element e of work-item i's block of an interleaved pointer lives at
     arena[e * n + i]: consecutive work-items touch consecutive addresses
     (coalesced on a GPU), where slices [i * c, (i + 1) * c) put them c
@@ -235,7 +235,7 @@ class _Expander:
                         and t.ptr.name in freed)]
         body = K.Block(tuple(t for t in body if t is not None))
         if interleave:
-            body = _Interleave(interleave, n1, p.var, self.var).block(body)
+            body = Interleave(interleave, n1, p.var, self.var).block(body)
         return before + [replace(p, count=n, body=body)] + after
 
     def run(self) -> K.Module:

@@ -68,8 +68,8 @@ from pyshark.core.types import BOOL, I64
 from .. import kir as K
 from ..kir import ALLOC_FAIL_MESSAGE
 from ..kir_traverse import (binders, block_exprs, has_expr, map_block, map_bodies, map_stm,
-                            rewrite_expr, walk_exprs, walk_stms)
-from .expand import alias_class, direct_only
+                            walk_exprs, walk_stms)
+from .expand import Interleave, alias_class, direct_only
 
 WIDTH = 8           # systems per strip: 8 f32 lanes of AVX2
 _LIMIT = 1 << 62
@@ -279,12 +279,13 @@ class _Plan:
 # the rewrite
 
 
-class _Emit:
+class _Emit(Interleave):
     """Spells one strip of a planned loop: `base` is the first element."""
 
     def __init__(self, plan: _Plan, base: K.KVar, fresh, module: K.Module):
         self.p, self.base, self.fresh, self.m = plan, base, fresh, module
         self.w = plan.w
+        self.n = _c(plan.w)         # Interleave's slot: e * W + s
         self.arenas: dict = {}      # alias-class name -> arena variable
         self.arrays: dict = {}      # expanded name -> its W-element array
         self.s: Optional[K.KVar] = None
@@ -339,42 +340,18 @@ class _Emit:
                 out.append(K.For(self.s, _c(0), _c(self.w), K.Block(tuple(head) + body.stms)))
         return out
 
-    # statements of a piece, for element s of the strip
+    # statements of a piece, for element s of the strip: expand.Interleave's
+    # rewriting, with the strip's slot e * W + s, and each expanded scalar
+    # stored to its W-element array where it is set
 
-    def _slot(self, e: K.Expr) -> K.Expr:
-        return K.Bin("add", K.Bin("mul", e, _c(self.w)), self.s)
-
-    def _mine(self, e) -> bool:
-        return isinstance(e, K.KVar) and e.name in self.arenas
-
-    def _load(self, e: K.Expr) -> K.Expr:
-        if isinstance(e, K.Load) and self._mine(e.ptr):
-            return K.Load(self.arenas[e.ptr.name], self._slot(e.index))
-        return e
-
-    def expr(self, e: K.Expr) -> K.Expr:
-        return rewrite_expr(e, self._load)
-
-    def block(self, b: K.Block) -> K.Block:
-        return map_block(b, self.stm)
+    @property
+    def i(self) -> Optional[K.KVar]:
+        return self.s
 
     def stm(self, s: K.Stm):
-        if isinstance(s, K.Store) and self._mine(s.ptr):
-            return K.Store(self.arenas[s.ptr.name], self._slot(self.expr(s.index)),
-                           self.expr(s.value), s.nontemporal)
-        if isinstance(s, (K.Set, K.Alloc)) and s.var.name in self.arenas:
-            return []
-        if isinstance(s, K.Free) and self._mine(s.ptr):
-            return []
-        if isinstance(s, K.CopyMem) and (self._mine(s.dst) or self._mine(s.src)):
-            e = self.fresh("e", I64)
-            src = (K.Load(self.arenas[s.src.name], self._slot(e)) if self._mine(s.src)
-                   else K.Load(self.expr(s.src), e))
-            st = (K.Store(self.arenas[s.dst.name], self._slot(e), src) if self._mine(s.dst)
-                  else K.Store(self.expr(s.dst), e, src))
-            return K.For(e, _c(0), self.expr(s.count), K.Block((st,)))
-        out = map_stm(s, self.expr, self.block)
-        if isinstance(s, K.Set) and s.var.name in self.arrays:
+        out = Interleave.stm(self, s)
+        if (isinstance(s, K.Set) and s.var.name in self.arrays
+                and s.var.name not in self.arenas):
             return [out, K.Store(self.arrays[s.var.name], self.s, s.var)]
         return out
 
