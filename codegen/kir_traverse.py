@@ -351,10 +351,28 @@ def atomic_max_operand(s: K.AtomicUpdate) -> Optional[K.Expr]:
     return None
 
 
+
+class ParForRewriter:
+    """The walk of a kir pass that rewrites ParFors: every statement rebuilt
+    around its blocks, each ParFor replaced by what `parfor` returns (one
+    statement or a list). Subclasses define `parfor`; one walk, where three
+    passes (expand, chunk-scratch, tile-steps) each had their own."""
+
+    def parfor(self, p):
+        raise NotImplementedError
+
+    def block(self, b: K.Block) -> K.Block:
+        return map_block(b, self.stm)
+
+    def stm(self, s: K.Stm):
+        if isinstance(s, K.ParFor):
+            return self.parfor(s)
+        return map_stm(s, block=self.block)
+
 __all__ = [
     "STATIC", "EXPR", "OPT_EXPR", "EXPRS", "BINDER", "BINDERS", "BLOCK", "STMS",
     "EXPR_CLASSES", "STM_CLASSES", "EXPR_FIELDS", "STM_FIELDS", "STRUCT_FIELDS", "FIELDS",
-    "FIELD_NAMES", "rebuild", "children", "map_expr", "stm_exprs", "sub_blocks", "binders",
+    "FIELD_NAMES", "ParForRewriter", "rebuild", "children", "map_expr", "stm_exprs", "sub_blocks", "binders",
     "map_stm", "map_block", "map_bodies", "walk_stms", "walk_exprs", "block_exprs",
     "fold_exprs", "fold_stms", "rewrite_expr", "rewrite_block_exprs", "has_expr",
     "expr_vars", "declared_vars", "free_vars_of_block", "parfor_captures", "block_can_fail",

@@ -34,7 +34,8 @@ from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
 from ..kir import ALLOC_FAIL_MESSAGE
-from ..kir_traverse import has_expr, map_block, map_bodies, map_stm, rewrite_expr, walk_stms
+from ..kir_traverse import (ParForRewriter, has_expr, map_block, map_bodies, map_stm,
+                            rewrite_expr, walk_stms)
 
 _LIMIT = (1 << 62)
 
@@ -176,7 +177,7 @@ class Interleave:
         return map_stm(s, self.expr, self.block)
 
 
-class _Expander:
+class _Expander(ParForRewriter):
     def __init__(self, m: K.Module):
         self.m = m
         self.counter = 0
@@ -184,14 +185,6 @@ class _Expander:
     def var(self, hint: str, t) -> K.KVar:
         self.counter += 1
         return K.KVar(f"{hint}_x{self.counter}", t)
-
-    def block(self, b: K.Block) -> K.Block:
-        return map_block(b, self.stm)
-
-    def stm(self, s: K.Stm):
-        if isinstance(s, K.ParFor):
-            return self.parfor(s)
-        return map_stm(s, block=self.block)
 
     def parfor(self, p: K.ParFor) -> list:
         declared: set = {p.var.name}

@@ -58,7 +58,7 @@ from dataclasses import replace
 from pyshark.core.types import I64
 
 from .. import kir as K
-from ..kir_traverse import map_block, map_bodies, map_stm, walk_stms
+from ..kir_traverse import ParForRewriter, map_bodies, walk_stms
 from .memory import _hoist_from_loop
 
 CHUNK = 64              # at most this many iterations per strip (Ctrl-C grain)
@@ -87,21 +87,13 @@ def _escapes(body: K.Block, p: str) -> bool:
                for s in walk_stms(body))
 
 
-class _Strips:
+class _Strips(ParForRewriter):
     def __init__(self):
         self.k = 0
 
     def var(self, hint: str) -> K.KVar:
         self.k += 1
         return K.KVar(f"{hint}_s{self.k}", I64)
-
-    def block(self, b: K.Block) -> K.Block:
-        return map_block(b, self.stm)
-
-    def stm(self, s: K.Stm):
-        if isinstance(s, K.ParFor):
-            return self.parfor(s)
-        return map_stm(s, block=self.block)
 
     def parfor(self, p: K.ParFor):
         if p.group_size is not None or any(isinstance(t, K.Store) and t.nontemporal

@@ -44,7 +44,7 @@ from __future__ import annotations
 from pyshark.core.types import I64
 
 from .. import kir as K
-from ..kir_traverse import block_exprs, map_block, map_bodies, map_stm, walk_stms
+from ..kir_traverse import ParForRewriter, block_exprs, map_bodies, walk_stms
 from .scratch import strip_header
 
 TILE = 256              # elements per strip: V's scratch stays in L1
@@ -59,21 +59,13 @@ def _reads(b: K.Block) -> set[str]:
     return {x.name for x in block_exprs(b) if x.__class__ is K.KVar}
 
 
-class _Tiler:
+class _Tiler(ParForRewriter):
     def __init__(self):
         self.k = 0
 
     def var(self, hint: str, t=I64) -> K.KVar:
         self.k += 1
         return K.KVar(f"{hint}_t{self.k}", t)
-
-    def block(self, b: K.Block) -> K.Block:
-        return map_block(b, self.stm)
-
-    def stm(self, s: K.Stm):
-        if isinstance(s, K.ParFor):
-            return self.parfor(s)
-        return map_stm(s, block=self.block)
 
     def parfor(self, p: K.ParFor):
         if p.group_size is not None:
