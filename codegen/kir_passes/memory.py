@@ -26,7 +26,7 @@ def _assigned(b: K.Block) -> set[str]:
     return out
 
 
-def _hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
+def hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     """(statements to put before the loop, the loop, frees after it)."""
     body = loop.body
     stms = body.stms
@@ -101,7 +101,7 @@ def _block(b: K.Block) -> K.Block:
     def stm(s: K.Stm):
         inner = map_stm(s, block=_block)
         if isinstance(inner, (K.For, K.While)):
-            before, loop, after = _hoist_from_loop(inner)
+            before, loop, after = hoist_from_loop(inner)
             return before + [loop] + after
         return inner
     return map_block(b, stm)

@@ -59,7 +59,7 @@ from pyshark.core.types import I64
 
 from .. import kir as K
 from ..kir_traverse import ParForRewriter, map_bodies, walk_stms
-from .memory import _hoist_from_loop
+from .memory import hoist_from_loop
 
 CHUNK = 64              # at most this many iterations per strip (Ctrl-C grain)
 _PER_THREAD = 8         # about this many strips' worth of blocks per thread
@@ -100,7 +100,7 @@ class _Strips(ParForRewriter):
                                            for t in p.body.stms):
             return p
         lo, hi = self.var("lo"), self.var("hi")
-        before, loop, after = _hoist_from_loop(K.For(p.var, lo, hi, p.body))
+        before, loop, after = hoist_from_loop(K.For(p.var, lo, hi, p.body))
         moved = [t.var.name for t in before if isinstance(t, K.Alloc)]
         if not moved or any(_escapes(p.body, name) for name in moved):
             return p
