@@ -90,6 +90,18 @@ def _uniform(rng, n):
     return rng.random(n, dtype=f32)
 
 
+# LocVolCalib's sizes (outer, numX, numY, numT) and inputs, shared by its two entries
+_LVC_SIZES = {"tiny": {"outer": 2, "numX": 8, "numY": 16, "numT": 8},
+              "small": {"outer": 16, "numX": 32, "numY": 256, "numT": 256},
+              "medium": {"outer": 128, "numX": 256, "numY": 32, "numT": 64},
+              "large": {"outer": 256, "numX": 256, "numY": 256, "numT": 256}}
+
+
+def _lvc_inputs(p, r):
+    return (p["outer"], p["numX"], p["numY"], p["numT"], f32(0.03), f32(5.0), f32(0.2),
+            f32(0.6), f32(0.5))
+
+
 BENCHMARKS = [
     Benchmark("saxpy", "saxpy", "saxpy", _streaming_sizes(),
               lambda p, r: (f32(2.5), _uniform(r, p["n"]), _uniform(r, p["n"])),
@@ -178,23 +190,11 @@ BENCHMARKS = [
                             f32(0.25) + f32(9.75) * _uniform(r, p["n"]), f32(0.02), f32(0.3)),
               nbytes=lambda p: 20 * p["n"], rtol=1e-4, atol=1e-4,
               about="call and put prices of n f32 options"),
-    Benchmark("locvolcalib", "locvolcalib", "locvolcalib",
-              {"tiny": {"outer": 2, "numX": 8, "numY": 16, "numT": 8},
-               "small": {"outer": 16, "numX": 32, "numY": 256, "numT": 256},
-               "medium": {"outer": 128, "numX": 256, "numY": 32, "numT": 64},
-               "large": {"outer": 256, "numX": 256, "numY": 256, "numT": 256}},
-              lambda p, r: (p["outer"], p["numX"], p["numY"], p["numT"], f32(0.03), f32(5.0),
-                            f32(0.2), f32(0.6), f32(0.5)),
+    Benchmark("locvolcalib", "locvolcalib", "locvolcalib", _LVC_SIZES, _lvc_inputs,
               rtol=1e-4, atol=1e-6,
               about="FinPar; sizes are outer, numX, numY, numT (small and medium as FinPar's)"),
-    Benchmark("locvolcalib_outside", "locvolcalib", "locvolcalib_outside",
-              {"tiny": {"outer": 2, "numX": 8, "numY": 16, "numT": 8},
-               "small": {"outer": 16, "numX": 32, "numY": 256, "numT": 256},
-               "medium": {"outer": 128, "numX": 256, "numY": 32, "numT": 64},
-               "large": {"outer": 256, "numX": 256, "numY": 256, "numT": 256}},
-              lambda p, r: (p["outer"], p["numX"], p["numY"], p["numT"], f32(0.03), f32(5.0),
-                            f32(0.2), f32(0.6), f32(0.5)),
-              rtol=1e-4, atol=1e-6,
+    Benchmark("locvolcalib_outside", "locvolcalib", "locvolcalib_outside", _LVC_SIZES,
+              _lvc_inputs, rtol=1e-4, atol=1e-6,
               about="locvolcalib written loop-outside (the time loop over a map of the strikes); "
                     "the same peers"),
     # issue 17: programs in their original authors' shapes (benchmarks/programs/*, docstrings)

@@ -136,25 +136,34 @@ def grid(num_x: int, num_y: int, num_t: int, s0: ps.f32, t: ps.f32, alpha: ps.f3
     return timeline, xs, ys, x_index, y_index
 
 
+def operators(xs: F32s) -> tuple[Grid, Grid]:
+    """(d, dd): the first- and second-derivative stencils at every point of xs."""
+    n = len(xs)
+    return (ps.map(lambda i: first_derivative(xs, i), ps.iota(n)),
+            ps.map(lambda i: second_derivative(xs, i), ps.iota(n)))
+
+
+def volatilities(xs: F32s, ys: F32s, beta: ps.f32, nu: ps.f32, tg: ps.f32) -> Grid:
+    """var_x at time tg, num_y x num_x (FinPar's updateParams)."""
+    return ps.map(lambda y: ps.map(
+        lambda x: ps.exp(2.0 * (beta * ps.log(x) + y - 0.5 * nu * nu * tg)), xs), ys)
+
+
 def value(num_x: int, num_y: int, num_t: int, s0: ps.f32, strike: ps.f32, t: ps.f32,
           alpha: ps.f32, nu: ps.f32, beta: ps.f32) -> ps.f32:
     """The calibrated value for one strike."""
     timeline, xs, ys, x_index, y_index = grid(num_x, num_y, num_t, s0, t, alpha, nu)
     # the operators and the payoff
-    dx = ps.map(lambda i: first_derivative(xs, i), ps.iota(num_x))
-    dxx = ps.map(lambda i: second_derivative(xs, i), ps.iota(num_x))
-    dy = ps.map(lambda i: first_derivative(ys, i), ps.iota(num_y))
-    dyy = ps.map(lambda i: second_derivative(ys, i), ps.iota(num_y))
+    dx, dxx = operators(xs)
+    dy, dyy = operators(ys)
     result = ps.map(lambda y: ps.map(lambda x: ps.max(x - strike, 0.0), xs), ys)
     mu_x = ps.replicate(num_y, ps.replicate(num_x, ps.f32(0.0)))
     mu_y = ps.replicate(num_x, ps.replicate(num_y, ps.f32(0.0)))
     var_y = ps.replicate(num_x, ps.replicate(num_y, nu * nu))
     # the time loop, backwards
     for g in range(num_t - 2, -1, -1):
-        tg = timeline[g]
-        var_x = ps.map(lambda y: ps.map(
-            lambda x: ps.exp(2.0 * (beta * ps.log(x) + y - 0.5 * nu * nu * tg)), xs), ys)
-        dt_inv = 1.0 / (timeline[g + 1] - tg)
+        var_x = volatilities(xs, ys, beta, nu, timeline[g])
+        dt_inv = 1.0 / (timeline[g + 1] - timeline[g])
         result = rollback(dx, dxx, dy, dyy, mu_x, var_x, mu_y, var_y, result, dt_inv)
     return result[y_index, x_index]
 
@@ -176,20 +185,16 @@ def locvolcalib_outside(outer: int, num_x: int, num_y: int, num_t: int, s0: ps.f
     the strikes' grids (what the GPU's kernel extraction makes of the entry
     above by itself; issue 17 measures the two against each other)."""
     timeline, xs, ys, x_index, y_index = grid(num_x, num_y, num_t, s0, t, alpha, nu)
-    dx = ps.map(lambda i: first_derivative(xs, i), ps.iota(num_x))
-    dxx = ps.map(lambda i: second_derivative(xs, i), ps.iota(num_x))
-    dy = ps.map(lambda i: first_derivative(ys, i), ps.iota(num_y))
-    dyy = ps.map(lambda i: second_derivative(ys, i), ps.iota(num_y))
+    dx, dxx = operators(xs)
+    dy, dyy = operators(ys)
     results = ps.map(lambda i: ps.map(lambda y: ps.map(
         lambda x: ps.max(x - 0.001 * ps.f32(i), 0.0), xs), ys), ps.iota(outer))
     mu_x = ps.replicate(num_y, ps.replicate(num_x, ps.f32(0.0)))
     mu_y = ps.replicate(num_x, ps.replicate(num_y, ps.f32(0.0)))
     var_y = ps.replicate(num_x, ps.replicate(num_y, nu * nu))
     for g in range(num_t - 2, -1, -1):
-        tg = timeline[g]
-        var_x = ps.map(lambda y: ps.map(
-            lambda x: ps.exp(2.0 * (beta * ps.log(x) + y - 0.5 * nu * nu * tg)), xs), ys)
-        dt_inv = 1.0 / (timeline[g + 1] - tg)
+        var_x = volatilities(xs, ys, beta, nu, timeline[g])
+        dt_inv = 1.0 / (timeline[g + 1] - timeline[g])
         results = ps.map(lambda r: rollback(dx, dxx, dy, dyy, mu_x, var_x, mu_y, var_y, r,
                                             dt_inv), results)
     return ps.map(lambda r: r[y_index, x_index], results)
