@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Optional
 
 from pyshark.core import ir
-from pyshark.core.empty_shapes import concat_empty_dims
+from pyshark.core.empty_shapes import concat_empty_dims, concat_row_dims
 
 from .analysis import (Facts, body_may_raise, contains_update, may_raise, rows_regular,
                        same_atom)
@@ -159,9 +159,9 @@ class _Fuser:
                     stms, j, i, outer, c.width, others, {a.name for a in p.arrs}):
                 return None
         lam, arrs = _compose(p, ps.pat, c)
-        fused = ir.Map(c.width, lam, arrs, c.empty_dims)      # c's results
+        fused = ir.Map(c.width, lam, arrs, c.empty_dims, c.row_dims)      # c's results
         lam = self.refuse(fused, self.facts_at(stms, i, outer))
-        return ir.Let(cs.pat, ir.Map(c.width, lam, arrs, c.empty_dims), cs.loc)
+        return ir.Let(cs.pat, ir.Map(c.width, lam, arrs, c.empty_dims, c.row_dims), cs.loc)
 
     def refuse(self, m: ir.Map, facts: Facts) -> ir.Lambda:
         """m's lambda with its new, concatenated body simplified (sizes of the
@@ -211,9 +211,10 @@ class _Fuser:
         if not ok:
             return None       # a comprehension's rows beside a prelude map's
         lam, arrs = _side_by_side(s1.exp, s2.exp)
-        m = ir.Map(s1.exp.width, lam, arrs, dims)
+        rows = concat_row_dims(s1.exp, s2.exp)
+        m = ir.Map(s1.exp.width, lam, arrs, dims, rows)
         lam = self.refuse(m, self.facts_at(stms, i, outer))
-        fused = ir.Let(s1.pat + s2.pat, ir.Map(m.width, lam, arrs, dims), s1.loc)
+        fused = ir.Let(s1.pat + s2.pat, ir.Map(m.width, lam, arrs, dims, rows), s1.loc)
         rest = stms[:i] + between + stms[j + 1:]
         pos = i if at == i else j - 1
         return rest[:pos] + [fused] + rest[pos:]

@@ -44,7 +44,7 @@ import numpy as np
 
 from pyshark.core import interp as _interp
 from pyshark.core import ir
-from pyshark.core.empty_shapes import keep_empty_dims
+from pyshark.core.empty_shapes import keep_empty_dims, keep_row_dims
 from pyshark.core.typeof import exp_types
 from pyshark.core.types import BOOL, ArrayType
 
@@ -354,7 +354,7 @@ class _Simplifier:
             lam = e.lam
             body = ir.Body(lam.body.stms, tuple(lam.body.result[i] for i in keep))
             lam = ir.Lambda(lam.params, body, tuple(lam.ret[i] for i in keep))
-            e = ir.Map(e.width, lam, e.arrs, keep_empty_dims(e, keep))
+            e = ir.Map(e.width, lam, e.arrs, keep_empty_dims(e, keep), keep_row_dims(e, keep))
             pat = tuple(pat[i] for i in keep)
         elif e.__class__ is ir.If and len(keep) < len(pat):
             def sub(b):

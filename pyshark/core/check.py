@@ -457,13 +457,15 @@ def _c_map(c, e: ir.Map, s):
     c.int_atom(e.width, s, "map width")
     rows = _rows(c, e.arrs, s)
     c.lambda_(e.lam, s, rows, None, "the map lambda")
-    if e.empty_dims is not None:
-        want = sum(t.rank for t in e.lam.ret if not isinstance(t, ScalarType))
-        if len(e.empty_dims) != want:
-            _fail(f"map has {len(e.empty_dims)} empty dimensions for results of "
+    want = sum(t.rank for t in e.lam.ret if not isinstance(t, ScalarType))
+    for dims, what in ((e.empty_dims, "empty"), (e.row_dims, "row")):
+        if dims is None:
+            continue
+        if len(dims) != want:
+            _fail(f"map has {len(dims)} {what} dimensions for results of "
                   f"{want} inner dimensions")
-        for a in e.empty_dims:
-            c.int_atom(a, s, "empty dimension")
+        for a in dims:
+            c.int_atom(a, s, f"{what} dimension")
 
 
 def _c_reduce_like(c, e, s, name):

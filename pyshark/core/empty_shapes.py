@@ -66,6 +66,44 @@ def concat_empty_dims(m1: ir.Map, m2: ir.Map) -> tuple[bool, object]:
     return True, (d1 or ()) + (d2 or ())
 
 
+def keep_row_dims(m: ir.Map, keep: list):
+    """m.row_dims of the results in `keep`."""
+    if m.row_dims is None:
+        return None
+    parts = _per_result(replace(m, empty_dims=m.row_dims))
+    return tuple(a for i in keep for a in parts[i])
+
+
+def concat_row_dims(m1: ir.Map, m2: ir.Map):
+    """row_dims of one map computing m1's results then m2's (None unless
+    both are known)."""
+    d1 = m1.row_dims if returns_arrays(m1) else ()
+    d2 = m2.row_dims if returns_arrays(m2) else ()
+    if d1 is None or d2 is None or not (d1 or d2):
+        return None
+    return d1 + d2
+
+
+def row_dims_of(m: ir.Map, fresh, loc=None, program=None, known=None):
+    """(statements, atoms) of the inner dimensions every row of m has, or
+    None when they depend on an element's values: m's function evaluated
+    on an element known only by its shape (StandIn.map_rows, opaque).
+    `known` maps names of m's arrays to their rows' dimensions."""
+    syms = Syms(fresh, loc)
+    res, _ = ArrayStandIn(syms, program).map_rows(m, known, opaque=True)
+    dims = []
+    for r, t in zip(res, m.lam.ret):
+        if isinstance(t, ScalarType):
+            continue
+        if r is None or any(d is None for d in r.shape):
+            return None
+        for d in r.shape:
+            # a row that returns has dimensions >= 0; max(d, 0) keeps the
+            # allocation made before the rows run valid when every row raises
+            dims.append(d if syms.nonneg(d) else syms.nonneg_or_zero(d))
+    return syms.stms, tuple(syms.atom(d) for d in dims)
+
+
 def empty_dims_of(m: ir.Map, fresh, loc=None, program=None, known=None) -> tuple[list, tuple]:
     """(statements, atoms): m's empty inner dimensions, computed by the
     statements (to be placed before m) from names m can read. `fresh(t)`
@@ -111,6 +149,8 @@ class _Pass:
         self.fun = fun
         self.fresh = FreshNames(fun)
         self.rows: dict = {}        # array name -> its empty rows' dimensions (atoms)
+        self.full_rows: dict = {}   # array name -> its rows' dimensions (row_dims atoms)
+        self.from_map: set = set()  # names of arrays a map computed
 
     def fundef(self) -> ir.FunDef:
         body = self.body(self.fun.body)
@@ -127,6 +167,8 @@ class _Pass:
                 for h in stms:
                     _place(out, h)
                 e = replace(e, empty_dims=dims)
+            if e.__class__ is ir.Map and e.row_dims is None and returns_arrays(e):
+                e = self.with_row_dims(e, stm.loc, out)
             if e is not stm.exp:
                 stm = ir.Let(stm.pat, e, stm.loc)
                 changed = True
@@ -134,15 +176,43 @@ class _Pass:
             self.note_rows(stm)
         return ir.Body(tuple(out), b.result) if changed else b
 
+    def with_row_dims(self, e: ir.Map, loc, out: list) -> ir.Map:
+        """e with its row_dims, when they are known. A mapped array that
+        another map computed is read through that map's row_dims, never
+        through its size (which would keep the two maps from fusing); one
+        whose map has none leaves e without."""
+        known = {}
+        for a in e.arrs:
+            if a.name in self.full_rows:
+                known[a.name] = self.full_rows[a.name]
+            elif a.name in self.from_map:
+                return e
+        got = row_dims_of(e, self.fresh, loc, self.program, known)
+        if got is None:
+            return e
+        stms, dims = got
+        for h in stms:
+            _place(out, h)
+        return replace(e, row_dims=dims)
+
     def note_rows(self, stm: ir.Let) -> None:
         e = stm.exp
-        if e.__class__ is ir.Map and e.empty_dims is not None:
-            atoms = iter(e.empty_dims)
-            for v, t in zip(stm.pat, e.lam.ret):
-                if not isinstance(t, ScalarType):
-                    self.rows[v.name] = tuple(next(atoms) for _ in range(t.rank))
-        elif e.__class__ is ir.AtomExp and isinstance(e.atom, ir.Var) and e.atom.name in self.rows:
-            self.rows[stm.pat[0].name] = self.rows[e.atom.name]
+        if e.__class__ is ir.Map:
+            self.from_map.update(v.name for v in stm.pat)
+            for dims, table in ((e.empty_dims, self.rows), (e.row_dims, self.full_rows)):
+                if dims is None:
+                    continue
+                atoms = iter(dims)
+                for v, t in zip(stm.pat, e.lam.ret):
+                    if not isinstance(t, ScalarType):
+                        table[v.name] = tuple(next(atoms) for _ in range(t.rank))
+        elif e.__class__ is ir.AtomExp and isinstance(e.atom, ir.Var):
+            name, new = e.atom.name, stm.pat[0].name
+            for table in (self.rows, self.full_rows):
+                if name in table:
+                    table[new] = table[name]
+            if name in self.from_map:
+                self.from_map.add(new)
 
 
 def _place(out: list, h: ir.Let) -> None:

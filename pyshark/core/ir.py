@@ -348,11 +348,18 @@ class Map:
     lam result, in order. None means all 0. The translator leaves it None
     for prelude maps (core/empty_shapes.py derives it, the shape lam gives
     for a stand-in element, as Python mode does) and sets zeros for a
-    comprehension (an empty Python list has no inner dimensions)."""
+    comprehension (an empty Python list has no inner dimensions).
+
+    `row_dims`: the same layout, the inner dimensions every row has when the
+    width is positive, or None when they are not known without running the
+    function (they depend on an element's data). core/empty_shapes.py sets
+    them; a backend allocates the result before running any row, and checks
+    each row against them. A pass that changes the results drops them."""
     width: Atom
     lam: Lambda
     arrs: tuple[Var, ...]
     empty_dims: Optional[tuple[Atom, ...]] = None
+    row_dims: Optional[tuple[Atom, ...]] = None
 
 
 @dataclass(frozen=True)

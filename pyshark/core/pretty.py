@@ -146,9 +146,11 @@ def _soac_args(name, e, parts, ind):
 
 def _map(e: ir.Map, ind):
     text = _soac_args("map", e, [_lambda(e.lam, ind)] + [a.name for a in e.arrs], ind)
-    if e.empty_dims is None:
-        return text
-    return f"{text} empty [{_atoms(e.empty_dims)}]"
+    if e.empty_dims is not None:
+        text = f"{text} empty [{_atoms(e.empty_dims)}]"
+    if e.row_dims is not None:
+        text = f"{text} rows [{_atoms(e.row_dims)}]"
+    return text
 
 
 def _reduce(e: ir.Reduce, ind):

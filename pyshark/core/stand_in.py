@@ -78,18 +78,20 @@ class StandIn:
         self.ok: Sym = syms.true
 
     # -- the entry point ------------------------------------------------------------
-    def map_rows(self, m: ir.Map, known=None) -> tuple[list, Sym]:
+    def map_rows(self, m: ir.Map, known=None, opaque: bool = False) -> tuple[list, Sym]:
         """The values m's function returns for the stand-in element of m's
         arrays (arrays of zeros of their row shape, scalars 0), and the
         condition that it does not raise. `known`: the row dimensions (atoms)
-        of some of m's arrays when they are empty (another map's empty_dims),
-        used instead of their sizes."""
+        of some of m's arrays (another map's empty_dims, or its row_dims),
+        used instead of their sizes. `opaque`: the element's values are not
+        known (only its shape), so what is known of the results holds for
+        every element the function returns for."""
         env = Env()
         for p, a in zip(m.lam.params, m.arrs):
             dims = (known or {}).get(a.name)
             row = (Arr(tuple(self.value(d, env) for d in dims), p.type) if dims is not None
                    else self.outside(a).row())
-            env[p.name] = self.stand_in(row, p.type)
+            env[p.name] = (unknown_of(row, p.type) if opaque else self.stand_in(row, p.type))
         saved, self.ok = self.ok, self.s.true
         res = self.body(m.lam.body, env)
         ok, self.ok = self.ok, saved
@@ -184,6 +186,13 @@ class StandIn:
                 return None
             out = self.s.bin("mul", out, d)
         return out
+
+
+def unknown_of(row: Arr, t):
+    """An element of shape row.shape whose values are not known."""
+    if isinstance(t, ScalarType):
+        return None
+    return Arr(row.shape, t.elem)
 
 
 def unknown(t):

@@ -36,7 +36,7 @@ BINDER = "binder"       # one Var bound here
 BINDERS = "binders"     # a tuple of Vars bound here
 NODE = "node"           # Let.exp, Body.stms: walked, not an operand
 OPT_ATOM = "opt_atom"   # an Atom or None (SliceDim bounds)
-OPT_ATOMS = "opt_atoms"  # a tuple of Atoms or None (Map.empty_dims)
+OPT_ATOMS = "opt_atoms"  # a tuple of Atoms or None (Map.empty_dims, Map.row_dims)
 
 _S, _A, _AS = STATIC, ATOM, ATOMS
 
@@ -65,7 +65,8 @@ FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     ir.Rotate: (("r", _A), ("arr", _A)),
     ir.Transpose: (("arr", _A),),
     ir.Reshape: (("shape", _AS), ("arr", _A)),
-    ir.Map: (("width", _A), ("lam", LAMBDA), ("arrs", _AS), ("empty_dims", OPT_ATOMS)),
+    ir.Map: (("width", _A), ("lam", LAMBDA), ("arrs", _AS), ("empty_dims", OPT_ATOMS),
+             ("row_dims", OPT_ATOMS)),
     ir.Reduce: (("width", _A), ("lam", LAMBDA), ("neutral", _AS), ("arrs", _AS),
                 ("commutative", _S)),
     ir.Scan: (("width", _A), ("lam", LAMBDA), ("neutral", _AS), ("arrs", _AS)),

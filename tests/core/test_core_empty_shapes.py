@@ -50,6 +50,14 @@ SRC = textwrap.dedent('''
     @ps.entry
     def called(xs: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
         return ps.map(helper, xs)
+
+    @ps.entry
+    def by_value(ns: ps.Array[ps.i64]) -> ps.Array[ps.Array[ps.i64]]:
+        return ps.map(lambda n: ps.iota(n), ns)
+
+    @ps.entry
+    def by_index(m: int) -> ps.Array[ps.Array[ps.i64]]:
+        return ps.tabulate(m, lambda i: ps.iota(i * 0 + 2 * (i // (i + 1))))
 ''')
 
 
@@ -128,3 +136,28 @@ def test_non_empty_maps_are_unchanged(programs):
     xs = np.arange(6, dtype=np.float32).reshape(2, 3)
     assert np.array_equal(_run(after, "twice", xs), _run(before, "twice", xs))
     assert np.array_equal(_run(after, "scaled", xs[0]), xs[0] * 2)
+
+
+@pytest.mark.parametrize("name, rows", [
+    ("twice", True), ("rep", True), ("divided", True), ("listed", True), ("called", True),
+    ("by_data", False),       # an element of a captured array
+    ("by_value", False),      # the element itself
+    ("by_index", False),      # the index
+])
+def test_row_dims_only_where_no_element_data_decides(programs, name, rows):
+    """row_dims: the rows' dimensions for every element, known before any
+    row runs (the stand-in with the element's values unknown)."""
+    _, after = programs
+    outer = _maps(after, name)[0]
+    assert (outer.row_dims is not None) == rows
+    if rows:
+        assert len(outer.row_dims) == len(outer.empty_dims)
+
+
+def test_row_dims_of_a_raising_stand_in_are_the_rows(programs):
+    """12 // k raises for the stand-in only when k == 0: the empty result
+    is then (0, 0), but a row that returns has 12 // k elements; row_dims
+    say so, with no statement that can raise (a select guards the divisor)."""
+    _, after = programs
+    (m,) = _maps(after, "divided")
+    assert m.row_dims != m.empty_dims
