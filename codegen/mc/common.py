@@ -56,6 +56,18 @@ def empty_dims(lw: Lowerer, e, env) -> list[tuple]:
             for t in e.lam.ret]
 
 
+def row_dims(lw: Lowerer, e, env) -> list[tuple] | None:
+    """Per result of the map e, the inner dimensions of every row when e is
+    not empty (e.row_dims, from core/empty_shapes.py), or None when they
+    are known only by running a row."""
+    if e.row_dims is None:
+        return None
+    atoms = iter(e.row_dims)
+    return [() if isinstance(t, ScalarType) else
+            tuple(lw.scalar(next(atoms), env) for _ in range(t.rank))
+            for t in e.lam.ret]
+
+
 #: chunks per thread of a multicore reduce/scan/filter on the CPU: the
 #: ParFor over the chunks hands them out dynamically (codegen/cpu/
 #: emit_parfor.py), so a thread descheduled mid-chunk holds up the join for

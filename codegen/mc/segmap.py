@@ -3,11 +3,15 @@
 Scalar results: one output per result, written at index i by iteration i;
 when each result feeds exactly one later SOAC of the same body the map is
 not materialised at all (a Delayed array, fused into its consumer).
-Array results: iteration 0 runs first to learn the row shape (sizes are
-needed before the allocation; an empty map's rows have its empty_dims),
-the rest run in parallel, each checking its row has that shape (an
-irregular result is a ShapeError, as in Python mode) and copying it into
-its row.
+Array results: when the rows' shape is known without running one (the
+map's row_dims, core/empty_shapes.py), the result is allocated first and
+every row runs in the parallel loop; else iteration 0 runs first to learn
+it (sizes are needed before the allocation; an empty map's rows have its
+empty_dims) and the rest run in parallel. Each row checks it has that
+shape (an irregular result is a ShapeError, as in Python mode) and is
+copied into its place. When the rows are too few to fill the threads and
+the function has parallel work of its own, they run one after another with
+that work parallel instead (_rows_in_versions).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from .. import scalar as S
 from ..lower_base import Arr, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from ..usage import free_vars
-from .common import ONE, ZERO, all_scalar, check_width, elements, empty_dims
+from .common import ONE, ZERO, all_scalar, check_width, elements, empty_dims, row_dims
 from .tile import register_tiled
 
 
@@ -68,6 +72,9 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
                 lw.emit(K.Store(o.data, i, r))
         lw.par_for("i", n, body)
         return outs
+    rows = row_dims(lw, e, env)
+    if rows is not None:
+        return _map_of_known_rows(lw, lam, n, row, stm, empty_dims(lw, e, env), rows)
     return _map_of_arrays(lw, lam, n, row, stm, empty_dims(lw, e, env))
 
 
@@ -245,6 +252,44 @@ def store_row(lw: Lowerer, out: Arr, r: Arr, owned: bool, shape: tuple, i: K.Exp
         lw.emit(K.Free(r.base))
 
 
+def _map_of_known_rows(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty, rows):
+    """A map of arrays whose rows' shape is known before any row runs (its
+    row_dims): the result is allocated first and every row, the first too,
+    runs in the parallel loop, checking its shape."""
+    nonempty = lw.let("ne", S.b("gt", n, ZERO))
+    shapes = [tuple(lw.let("rn", K.Sel(nonempty, d, ed)) for d, ed in zip(rd, ed_))
+              for rd, ed_ in zip(rows, empty)]
+    outs = [lw.alloc("map", t if isinstance(t, ScalarType) else t.elem, (n,) + sh)
+            for t, sh in zip(lam.ret, shapes)]
+
+    def body(i):
+        for o, (r, owned), sh, t in zip(outs, row(i), shapes, lam.ret):
+            if isinstance(t, ScalarType):
+                lw.emit(K.Store(o.data, i, r))
+                continue
+            store_row(lw, o, r, owned, sh, i, lw.row_size(o), stm.loc)
+    _rows_in_versions(lw, lam, n, body)
+    return outs
+
+
+def _rows_in_versions(lw: Lowerer, lam: ir.Lambda, count, body) -> None:
+    """The rows `body(k)` for k < count, in two versions chosen at run time
+    when the function has parallel work of its own (incremental
+    flattening's guard, Henriksen et al. PPoPP 2019): when the rows would
+    fill at most half of the threads, one after another, each with its own
+    SOACs parallel (a tabulate of two frames had run its second frame on one
+    thread); else in parallel, each sequential inside."""
+    if lw.in_par or not lw.options.parallel or not _has_inner_loops(lam.body):
+        lw.par_for("k", count, body)
+        return
+    few = lw.let("few", S.b("le", S.b("mul", count, S.const(2, I64)), K.NumThreads()))
+    with lw.block() as host_rows:
+        lw.for_range("k", ZERO, count, body)
+    with lw.block() as par_rows:
+        lw.par_for("k", count, body)
+    lw.emit(K.If(few, host_rows[0], par_rows[0]))
+
+
 def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
     # row shapes: the map's empty_dims when it is empty (Python mode's stand-in)
     shapes = [tuple(lw.var("rn", I64) for _ in range(t.rank)) if not isinstance(t, ScalarType)
@@ -252,32 +297,26 @@ def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
     for sh, ed in zip(shapes, empty):
         for v, d in zip(sh, ed):
             lw.emit(K.Set(v, d))
-    first = []
     nonempty = lw.let("ne", S.b("gt", n, ZERO))
-    with lw.block() as b0:
-        res0 = row(ZERO)
-        for (r, owned), sh, t in zip(res0, shapes, lam.ret):
-            if isinstance(t, ScalarType):
-                keep = lw.var("r0", t)
-                lw.emit(K.Set(keep, r))
-                first.append((keep, None, None))
-                continue
-            for v, d in zip(sh, r.shape):
-                lw.emit(K.Set(v, d))
-            data = lw.var("r0d", K.type_of(r.data))
-            lw.emit(K.Set(data, r.data))
-            base = None
-            if owned:
-                base = lw.var("r0b", K.type_of(r.base))
-                lw.emit(K.Set(base, r.base))
-            first.append((data, base, r))
-    lw.emit(K.If(nonempty, b0[0]))
+    rest = lw.let("m", K.Sel(nonempty, S.b("sub", n, ONE), ZERO))
+    first, peel = _peel_first_row(lw, lam, row, shapes)
+    if not lw.in_par and lw.options.parallel and _has_inner_loops(lam.body):
+        # The first row in the versions of the others (_rows_in_versions):
+        # with its SOACs parallel when the rows are few, else sequential (its
+        # inner parallel loops, tiny and many, had cost more in forks and
+        # joins on 16 threads than the row itself)
+        few = lw.let("few1", S.b("le", S.b("mul", rest, S.const(2, I64)), K.NumThreads()))
+        with lw.in_parallel():
+            seq = _peel_first_row(lw, lam, row, shapes, first)
+        if seq is not None:
+            peel = K.Block((K.If(few, peel, seq[1]),))
+    lw.emit(K.If(nonempty, peel))
     outs = []
     for t, sh in zip(lam.ret, shapes):
         elem = t if isinstance(t, ScalarType) else t.elem
         outs.append(lw.alloc("map", elem, (n,) + sh))
     with lw.block() as b1:
-        for o, (data, base, r), t in zip(outs, first, lam.ret):
+        for o, (data, base), t in zip(outs, first, lam.ret):
             if isinstance(t, ScalarType):
                 lw.emit(K.Store(o.data, ZERO, data))
                 continue
@@ -294,6 +333,37 @@ def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
                 lw.emit(K.Store(o.data, i, r))
                 continue
             store_row(lw, o, r, owned, sh, i, lw.row_size(o), stm.loc)
-    rest = lw.let("m", K.Sel(nonempty, S.b("sub", n, ONE), ZERO))
-    lw.par_for("k", rest, body)
+    _rows_in_versions(lw, lam, rest, body)
     return outs
+
+
+def _peel_first_row(lw: Lowerer, lam: ir.Lambda, row, shapes, into=None):
+    """(per result (value or data, base to free or None), the block that
+    computes row 0 into them and its shape into `shapes`); `into` gives the
+    variables of another lowering of the same row to fill instead, and then
+    None is returned when this lowering owns different results."""
+    first = []
+    nonempty_row = []
+    with lw.block() as b0:
+        res0 = row(ZERO)
+        for k, ((r, owned), sh, t) in enumerate(zip(res0, shapes, lam.ret)):
+            if isinstance(t, ScalarType):
+                keep = into[k][0] if into else lw.var("r0", t)
+                lw.emit(K.Set(keep, r))
+                first.append((keep, None))
+                continue
+            if into is not None and owned != (into[k][1] is not None):
+                nonempty_row = None
+                break
+            for v, d in zip(sh, r.shape):
+                lw.emit(K.Set(v, d))
+            data = into[k][0] if into else lw.var("r0d", K.type_of(r.data))
+            lw.emit(K.Set(data, r.data))
+            base = None
+            if owned:
+                base = into[k][1] if into else lw.var("r0b", K.type_of(r.base))
+                lw.emit(K.Set(base, r.base))
+            first.append((data, base))
+    if nonempty_row is None:
+        return None
+    return first, b0[0]
