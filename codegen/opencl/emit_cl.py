@@ -580,7 +580,10 @@ class _KernelEmitter:
                 mt = mem_type(s.var.type.elem)
                 self._note(s.var.type)
                 cn = self.name(s.var)
-                locals_.append(f"{ind}__local {mt} {cn}_mem[{s.count}];")
+                # 16-byte aligned: consecutive loads of a 16-byte multiple
+                # may become one vector load (ld.shared.v4, gpu/tile2d.py)
+                locals_.append(f"{ind}__local {mt} {cn}_mem[{s.count}] "
+                               f"__attribute__((aligned(16)));")
                 locals_.append(f"{ind}__local {mt} *const {cn} = {cn}_mem;")
         for v in declared.values():
             ct = self.ctype(v.type)
