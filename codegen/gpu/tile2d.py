@@ -15,21 +15,25 @@ emitting a statement, and segmap's other shapes (a flat 2-D nest) lower it.
 
 The algorithm is the classic register-blocked SGEMM tiling (Volkov and
 Demmel, "Benchmarking GPUs to tune dense linear algebra", SC 2008; the
-CUDA SGEMM tutorials' "2-D blocktiling", e.g. Boehm, "How to optimize a
-CUDA matmul kernel", 2022): a work-group of TY x TX work-items (16 x 16 for
-groups of 256) computes a block of R*TY x R*TX outputs (64 x 64), each
-work-item an R x R register block (R = 4: rows ty + TY*a, columns
-tx + TX*b, so a row of a block is stored by consecutive work-items). The k
-dimension is walked in chunks of TK: the group copies X[i0:i0+64, k0:k0+TK]
-and Y[j0:j0+64, k0:k0+TK] into local memory (consecutive work-items read
-consecutive k: coalesced; local rows padded to TK+1 against bank
-conflicts), a barrier, each work-item folds kk = 0..TK-1 reading R values of
-each tile into registers (R*R applications of g and op per R+R loads), a
+CUDA SGEMM tutorials' "2-D blocktiling" with vectorised shared-memory
+reads, e.g. Boehm, "How to optimize a CUDA matmul kernel", 2022): a
+work-group of TY x TX work-items (16 x 16 for groups of 256) computes a
+block of R*TY x R*TX outputs, each work-item an R x R register block (R =
+8 for elements of up to 4 bytes: 128 x 128 blocks; 4 for 8-byte ones). A
+work-item's rows are quads of q consecutive rows (16 bytes: q = 4 for f32,
+2 for f64), quad a // q at (a // q) * q * TY + ty * q, so its operands of
+one k are R / q 16-byte loads from local memory (one ld.shared.v4 each on
+NVIDIA). The k dimension is walked in chunks of TK = 8: the group copies
+X[i0:i0+bm, k0:k0+TK] and Y[j0:j0+bn, k0:k0+TK] into local memory k-major
+(rows of bm + PAD elements: 16-byte aligned, transposing stores on
+distinct banks), read one chunk ahead into registers (prefetch), a
+barrier, the fold of the chunk unrolled (R*R applications of g and op per
+2R/q loads; the kir `contract` pass makes a product and + one FMA), a
 barrier. Every output element is folded in index order over k, chunk after
 chunk, from the neutral element: the same association as the sequential
 fold (as gpu/segmap.py's n-body tiling). Rows and columns past the edge
 load a valid (clamped) row and store nothing; the last partial chunk loads
-and folds only what is left.
+and folds only what is left. Measurements: docs/opencl-backend.md.
 
 A work-group kernel may not fail: the width checks (Python mode's
 ShapeError when row and col differ in length) run on the host before the
