@@ -122,7 +122,7 @@ class KConst:
 #
 # Binary primitives. Operands have one type T; result T unless noted.
 #   add sub mul           ints wrap (mod 2**bits); floats IEEE, round to
-#                         nearest, no contraction
+#                         nearest, no contraction (except Bin.contract's)
 #   div                   floats: IEEE division. ints: truncating (C) division;
 #                         precondition y != 0 and not (x == MIN and y == -1),
 #                         on every evaluation (a Sel's unchosen arm too: the
@@ -203,11 +203,21 @@ def scalar_class(t: ScalarType) -> str:
 class Bin:
     """A binary primitive. `reassoc` lets the backend reassociate this float
     operation (set on the operators of reduce/scan/reduce_by_index, which
-    LANGUAGE.md allows to run in any association)."""
+    LANGUAGE.md allows to run in any association).
+
+    `contract`, on a float `add` one of whose operands is a float `mul` Bin
+    (in the tree, not through a variable) that carries it too, lets the
+    backend compute the pair as one fused multiply-add (one rounding: C's
+    fma, LLVM's `contract` flags, OpenCL C's mad); nowhere else does it mean
+    anything. LANGUAGE.md allows it for a product that goes only into the
+    `+` of a reduction operator (a dot or matrix product);
+    kir_passes/contract.py is what sets it. Evaluating the pair as written
+    (kir_interp, the host code) is one of the allowed results."""
     op: str
     x: "Expr"
     y: "Expr"
     reassoc: bool = False
+    contract: bool = False
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,8 @@ def _expr(e: K.Expr, scope: dict) -> K.KType:
             raise KirError(f"{e.op} on {tx!r} and {ty!r}")
         if K.scalar_class(tx) not in K.BIN_CLASSES[e.op]:
             raise KirError(f"{e.op} on {tx!r} (kir.BIN_CLASSES gives it no meaning)")
+        if e.contract and not (e.op in ("add", "mul") and tx.is_float):
+            raise KirError(f"contract on {e.op} of {tx!r} (only float add and mul)")
     elif isinstance(e, K.Un):
         t = K.type_of(e.x)
         if e.op not in K.UN_PRIMS:

@@ -13,7 +13,7 @@ def pretty_expr(e: K.Expr) -> str:
         return repr(e)
     if isinstance(e, K.Bin):
         sym = _BIN_SYM.get(e.op)
-        flag = "'" if e.reassoc else ""
+        flag = ("'" if e.reassoc else "") + ("~" if e.contract else "")
         if sym is None:
             return f"{e.op}{flag}({pretty_expr(e.x)}, {pretty_expr(e.y)})"
         return f"({pretty_expr(e.x)} {sym}{flag} {pretty_expr(e.y)})"

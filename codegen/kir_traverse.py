@@ -51,7 +51,7 @@ STM_CLASSES: tuple[type, ...] = typing.get_args(K.Stm)
 EXPR_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     K.KVar: (("name", _S), ("type", _S)),
     K.KConst: (("value", _S), ("type", _S)),
-    K.Bin: (("op", _S), ("x", _E), ("y", _E), ("reassoc", _S)),
+    K.Bin: (("op", _S), ("x", _E), ("y", _E), ("reassoc", _S), ("contract", _S)),
     K.Un: (("op", _S), ("x", _E)),
     K.Cast: (("to", _S), ("x", _E), ("bits", _S)),
     K.Sel: (("cond", _E), ("x", _E), ("y", _E)),

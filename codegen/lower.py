@@ -39,6 +39,14 @@ def entry_abi(fun: ir.FunDef) -> tuple[list, list]:
     return ins, outs
 
 
+def is_scalar_result_param(v: K.KVar) -> bool:
+    """Whether an entry function's parameter is the out-param of a scalar
+    result (lower_entry names it out{k}, a pointer to one scalar); the
+    opencl host code may hand such a result back where it lies."""
+    return (isinstance(v.type, K.Ptr) and isinstance(v.type.elem, ScalarType)
+            and v.name.startswith("out") and v.name[3:].isdigit())
+
+
 def lower_entry(program: ir.Program, name: str, module: K.Module,
                 options: Options = Options(), rules: Optional[RuleTable] = None) -> K.Function:
     fun = program.entry_fun(name)

@@ -30,6 +30,7 @@ from pyshark.errors import InternalCompilerError
 from . import kir as K
 from .kir_check import KirError
 from .kir_passes.coarsen import coarsen_parfors
+from .kir_passes.contract import contract_products
 from .kir_passes.expand import expand_allocations
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
@@ -71,8 +72,14 @@ def lowering_stage(target: Target = MULTICORE, unsafe: bool = False,
                                                                  **extra)))
 
 
+# last for every target: the FMA contraction LANGUAGE.md allows in a
+# reduction (kir_passes/contract.py); no pass after it rebuilds what it marks
+CONTRACT: Stage = ("contract", contract_products)
+
+
 def kir_stages(target: Target = MULTICORE) -> list[Stage]:
-    """The kernel IR passes for a target: hoisting for all; while-loop
+    """The kernel IR passes for a target: hoisting and FMA contraction
+    (last) for all; while-loop
     jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
     already) and streaming stores (x86's; OpenCL C has none) for the mc
     family; allocation expansion (a kernel has no heap) and coarsening for
@@ -82,11 +89,11 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
         # no index-set splitting: its pieces are more launches, and on the
         # H200 hotspot (both shapes) and pathfinder, launch-bound, ran 1.1-1.9x
         # slower with it (docs/opencl-backend.md, "Index-set splitting")
-        return stages + gpu_kernel_stages(target)
+        return stages + gpu_kernel_stages(target) + [CONTRACT]
     return ([("simd-interchange", simd_interchange)] + stages
             + [("split", split_index_sets), ("jam-while", jam_while_loops),
                ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
-               ("stream-stores", stream_stores)])
+               ("stream-stores", stream_stores), CONTRACT])
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:

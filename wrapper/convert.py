@@ -380,8 +380,8 @@ def convert_value(st: SType, value, where, *, lenient: bool = False, keep_device
     rank stays one; otherwise a DeviceArray converts as np.asarray(value).
     """
     where = _where(where)
-    if keep_device and is_device_array(value):
-        return _device_array(st, value, where)
+    if keep_device and is_device_array(value) and not isinstance(st, SScalar):
+        return _device_array(st, value, where)      # (a 0-d one for a scalar: read back)
     if keep_device and is_device_struct(value) and value.stype == st:
         return _nest(st, iter(value.leaves))
     value = _plain(value, where)

@@ -9,6 +9,13 @@ without a transfer, so chained calls move no data to the host:
     ys = w.saxpy(2.0, xs, xs)          # a DeviceArray
     zs = w.saxpy(3.0, ys, ys)          # ys is not copied
     np.asarray(zs), zs.get()           # numpy arrays (one copy back)
+    s = w.sum(zs)                      # a scalar result: a 0-d DeviceArray
+    float(s), s.item(), s.get()        # read back (waits); the call did not
+
+A scalar result is a 0-d DeviceArray, as CuPy's reductions return 0-d
+arrays: the call returns without waiting for the device, and float(),
+int(), bool(), item(), get() and np.asarray read it. A scalar parameter
+takes one too (read back at the call).
 
 Other backends take a DeviceArray too, as the numpy array it holds
 (np.asarray, one copy back). An array of records or tuples comes back as a
@@ -89,6 +96,33 @@ class DeviceArray:
         return self.device.read_array(self._mem, self._off, self.shape, self.dtype)
 
     __array__ = _host_array
+
+    def item(self):
+        """The one element as a Python scalar (waits for it), as numpy's."""
+        if self.size != 1:
+            raise ValueError("can only convert a DeviceArray of size 1 to a Python scalar")
+        return self.get().reshape(-1)[0].item()
+
+    # a 0-d array (an entry's scalar result with device_arrays=True, as
+    # CuPy's reductions return) reads as a number, as numpy's 0-d arrays do
+    def __float__(self) -> float:
+        return float(self._scalar())
+
+    def __int__(self) -> int:
+        return int(self._scalar())
+
+    def __bool__(self) -> bool:
+        return bool(self._scalar()) if not self.shape else self.shape[0] != 0
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iub":
+            raise TypeError(f"a DeviceArray of {self.dtype} is not an index")
+        return int(self._scalar())
+
+    def _scalar(self):
+        if self.shape:
+            raise TypeError(f"only a 0-d DeviceArray converts to a scalar (shape {self.shape})")
+        return self.get()[()]
 
     def __repr__(self) -> str:
         return _repr(self, self.dtype)

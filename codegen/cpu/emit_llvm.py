@@ -23,7 +23,9 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   scalar.convert builds numpy's cvtt values around it).
   Floats are IEEE with no contraction; `Bin.reassoc` puts the `reassoc`
   fast-math flag on that instruction (enough for the loop vectorizer to turn
-  a float sum into vector partial sums); `fastmath=True` puts `fast` on every
+  a float sum into vector partial sums); `Bin.contract` the `contract` flag
+  on the add and on its product operand, which LLVM fuses into an FMA
+  (vfmadd) where the host CPU has one (kir_passes/contract.py); `fastmath=True` puts `fast` on every
   float operation and math call (not on `isnan`, which stays a real test).
   sqrt fabs floor ceil trunc are LLVM intrinsics, rint is llvm.roundeven;
   the other math functions are libm calls declared `memory(none) nounwind`
@@ -239,10 +241,10 @@ class FnEmitter:
     def decls(self) -> _Decls:
         return self.mod.decls
 
-    def flags(self, reassoc: bool = False) -> list:
+    def flags(self, reassoc: bool = False, contract: bool = False) -> list:
         if self.mod.fastmath:
             return ["fast"]
-        return ["reassoc"] if reassoc else []
+        return (["reassoc"] if reassoc else []) + (["contract"] if contract else [])
 
     def new_block(self, name: str) -> ir.Block:
         return self.fn.append_basic_block(name)
@@ -331,6 +333,9 @@ class FnEmitter:
 
     def bin(self, e: K.Bin) -> ir.Value:
         t = K.type_of(e.x)
+        if e.contract:                  # kir.Bin.contract: LLVM's own flag, on both
+            return self.spell_bin(e.op, t, self.expr(e.x), self.expr(e.y),
+                                  flags=self.flags(e.reassoc, True))
         return self.spell_bin(e.op, t, self.expr(e.x), self.expr(e.y), e.reassoc)
 
     def spell_bin(self, op: str, t: ScalarType, x: ir.Value, y: ir.Value,

@@ -73,7 +73,7 @@ def _subst(e: K.Expr, env: dict) -> K.Expr:
     if isinstance(e, K.KVar):
         return env.get(e.name, e)
     if isinstance(e, K.Bin):
-        return K.Bin(e.op, _subst(e.x, env), _subst(e.y, env), e.reassoc)
+        return K.Bin(e.op, _subst(e.x, env), _subst(e.y, env), e.reassoc, e.contract)
     if isinstance(e, K.Un):
         return K.Un(e.op, _subst(e.x, env))
     if isinstance(e, K.Cast):

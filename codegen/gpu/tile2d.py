@@ -15,21 +15,25 @@ emitting a statement, and segmap's other shapes (a flat 2-D nest) lower it.
 
 The algorithm is the classic register-blocked SGEMM tiling (Volkov and
 Demmel, "Benchmarking GPUs to tune dense linear algebra", SC 2008; the
-CUDA SGEMM tutorials' "2-D blocktiling", e.g. Boehm, "How to optimize a
-CUDA matmul kernel", 2022): a work-group of TY x TX work-items (16 x 16 for
-groups of 256) computes a block of R*TY x R*TX outputs (64 x 64), each
-work-item an R x R register block (R = 4: rows ty + TY*a, columns
-tx + TX*b, so a row of a block is stored by consecutive work-items). The k
-dimension is walked in chunks of TK: the group copies X[i0:i0+64, k0:k0+TK]
-and Y[j0:j0+64, k0:k0+TK] into local memory (consecutive work-items read
-consecutive k: coalesced; local rows padded to TK+1 against bank
-conflicts), a barrier, each work-item folds kk = 0..TK-1 reading R values of
-each tile into registers (R*R applications of g and op per R+R loads), a
+CUDA SGEMM tutorials' "2-D blocktiling" with vectorised shared-memory
+reads, e.g. Boehm, "How to optimize a CUDA matmul kernel", 2022): a
+work-group of TY x TX work-items (16 x 16 for groups of 256) computes a
+block of R*TY x R*TX outputs, each work-item an R x R register block (R =
+8 for elements of up to 4 bytes: 128 x 128 blocks; 4 for 8-byte ones). A
+work-item's rows are quads of q consecutive rows (16 bytes: q = 4 for f32,
+2 for f64), quad a // q at (a // q) * q * TY + ty * q, so its operands of
+one k are R / q 16-byte loads from local memory (one ld.shared.v4 each on
+NVIDIA). The k dimension is walked in chunks of TK = 8: the group copies
+X[i0:i0+bm, k0:k0+TK] and Y[j0:j0+bn, k0:k0+TK] into local memory k-major
+(rows of bm + PAD elements: 16-byte aligned, transposing stores on
+distinct banks), read one chunk ahead into registers (prefetch), a
+barrier, the fold of the chunk unrolled (R*R applications of g and op per
+2R/q loads; the kir `contract` pass makes a product and + one FMA), a
 barrier. Every output element is folded in index order over k, chunk after
 chunk, from the neutral element: the same association as the sequential
 fold (as gpu/segmap.py's n-body tiling). Rows and columns past the edge
 load a valid (clamped) row and store nothing; the last partial chunk loads
-and folds only what is left.
+and folds only what is left. Measurements: docs/opencl-backend.md.
 
 A work-group kernel may not fail: the width checks (Python mode's
 ShapeError when row and col differ in length) run on the host before the
@@ -50,12 +54,30 @@ from ..mc.common import ONE, ZERO, all_scalar, apply_op, check_width, elements, 
 from ..usage import free_vars, use_counts
 from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
 
-R = 4                   # register block: R x R outputs per work-item
-TKS = (32, 16, 8)       # k-chunk lengths, the longest that fits in local memory
+# register block: R x R outputs per work-item, by the larger element size of
+# the two matrices (8 x 8 f32 accumulators and 16 operands fit the 255
+# registers of an NVIDIA thread; 8 x 8 f64 would not)
+R_BY_SIZE = {1: 8, 2: 8, 4: 8, 8: 4}
+TKS = (8,)              # k-chunk lengths, the longest that fits in local memory
+PREFETCH = True         # whole chunks read into registers one chunk ahead
+RUNS = False            # a work-item loads a run of k of one row (places()):
+                        # 127 registers instead of 174 on the H100, yet 4.17
+                        # against 3.75 ms at 4096 f32 (docs/opencl-backend.md)
+QUAD = 16               # bytes of a work-item's rows (columns) that lie next to
+                        # each other: one 16-byte load from local memory
+PAD = 4                 # local rows of bm + PAD elements: 16-byte aligned, and the
+                        # transposing stores of a chunk hit distinct banks
 
 
 def _c(v: int) -> K.KConst:
     return S.const(v, I64)
+
+
+def _quad_offset(t_count: int, q: int, a: int) -> int:
+    """The offset of row a of a work-item's R rows from t * q (t its index
+    along the block's side of t_count work-items): quads of q consecutive
+    rows, quad a // q after t_count * q rows of the quads before it."""
+    return (a // q) * q * t_count + a % q
 
 
 def _log2(v: int) -> int:
@@ -154,15 +176,16 @@ def _match(lw: Lowerer, e: ir.Map, env):
         return None
     tx = 1 << ((_log2(G) + 1) // 2)         # TY x TX work-items, TX >= TY
     ty = G // tx
-    bm, bn = R * ty, R * tx
+    xs, ys = X.elem.dtype.itemsize, Y.elem.dtype.itemsize
+    r = R_BY_SIZE.get(max(xs, ys), 4)
+    bm, bn = r * ty, r * tx
     budget = lw.options.target.local_mem
-    tk = next((t for t in TKS if (bm * X.elem.dtype.itemsize + bn * Y.elem.dtype.itemsize)
-               * (t + 1) <= budget), None)
+    tk = next((t for t in TKS if ((bm + PAD) * xs + (bn + PAD) * ys) * t <= budget), None)
     if tk is None:
         return None
     return SimpleNamespace(X=X, Y=Y, m=m, row=row, col=col, host1=host1, item1=item1,
                            host2=host2, item2=item2, k=k, mp=mp, red=red, inner=inner,
-                           G=G, tx=tx, ty=ty, bm=bm, bn=bn, tk=tk,
+                           G=G, tx=tx, ty=ty, bm=bm, bn=bn, tk=tk, r=r,
                            swap=names[0] == col)
 
 
@@ -206,11 +229,11 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
         gi = lw.var("gi", I64)
 
         def kernel():
-            stride = tk + 1
+            sx, sy = bm + PAD, bn + PAD
             xt = lw.var("xt", K.Ptr(X.elem, "local"))
             yt = lw.var("yt", K.Ptr(Y.elem, "local"))
-            lw.emit(K.LocalAlloc(xt, bm * stride))
-            lw.emit(K.LocalAlloc(yt, bn * stride))
+            lw.emit(K.LocalAlloc(xt, tk * sx))
+            lw.emit(K.LocalAlloc(yt, tk * sy))
             lid = lw.let("lid", K.LocalId())
             ty = lw.let("ty", S.b("shr", lid, _c(_log2(p.tx))))
             tx = lw.let("tx", S.b("and", lid, _c(p.tx - 1)))
@@ -218,16 +241,23 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             bi = lw.let("bi", K.Bin("div", grp, nbj))
             i0 = lw.let("i0", S.b("mul", bi, _c(bm)))
             j0 = lw.let("j0", S.b("mul", S.b("sub", grp, S.b("mul", bi, nbj)), _c(bn)))
-            rows = [lw.let("ri", S.b("add", i0, S.b("add", ty, _c(p.ty * a)))) for a in range(R)]
-            cols = [lw.let("cj", S.b("add", j0, S.b("add", tx, _c(p.tx * b)))) for b in range(R)]
+            # this work-item's rows and columns within the block: quads of Q
+            # consecutive ones (one vector load from local memory each)
+            q = min(QUAD // max(X.elem.dtype.itemsize, Y.elem.dtype.itemsize), p.r)
+            tyq = lw.let("tyq", S.b("mul", ty, _c(q)))
+            txq = lw.let("txq", S.b("mul", tx, _c(q)))
+            ro = [_quad_offset(p.ty, q, a) for a in range(p.r)]      # + tyq
+            co = [_quad_offset(p.tx, q, b) for b in range(p.r)]      # + txq
+            rows = [lw.let("ri", S.b("add", S.b("add", i0, tyq), _c(o))) for o in ro]
+            cols = [lw.let("cj", S.b("add", S.b("add", j0, txq), _c(o))) for o in co]
             last_i, last_j = lw.let("li", S.b("sub", n, ONE)), lw.let("lj", S.b("sub", m, ONE))
             ci = [lw.let("i", K.Sel(S.b("lt", r, n), r, last_i)) for r in rows]
             cj = [lw.let("j", K.Sel(S.b("lt", c, m), c, last_j)) for c in cols]
             rowv = [elements(lw, [X], i)[0] for i in ci]
             colv = [elements(lw, [Y], j)[0] for j in cj]
             envs = {}
-            for a in range(R):
-                for b in range(R):
+            for a in range(p.r):
+                for b in range(p.r):
                     ev = dict(henv)
                     ev[p.row], ev[p.col] = rowv[a], colv[b]
                     for s in p.item1 + p.item2:
@@ -238,17 +268,30 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             for ab, ev in envs.items():
                 accs[ab] = lw.var("acc", p.red.lam.ret[0])
                 lw.emit(K.Set(accs[ab], lw.atom(p.red.neutral[0], ev)))
-            xoff = [lw.let("xo", S.b("mul", S.b("add", ty, _c(p.ty * a)), _c(stride)))
-                    for a in range(R)]
-            yoff = [lw.let("yo", S.b("mul", S.b("add", tx, _c(p.tx * b)), _c(stride)))
-                    for b in range(R)]
 
-            def places(arr: Arr, rows_in_block: int, base, last) -> list:
+            def places(arr: Arr, rows_in_block: int, base, last, stride: int) -> list:
                 """This work-item's elements of a tile: [(guard or None,
-                column, local offset, global offset at k = 0)]; consecutive
-                work-items take consecutive k (coalesced), a row past the
-                edge reads the last row."""
+                column, local offset, global offset at k = 0)], stored
+                k-major (the padding keeps the transposing stores free of
+                bank conflicts); a row past the edge reads the last row.
+                When the tile divides into runs of v = total / G elements
+                along k, each work-item takes one run of one row (one
+                address for its v loads: fewer registers; a warp still
+                reads whole 32-byte sectors); otherwise consecutive
+                work-items take consecutive k."""
                 out, total = [], rows_in_block * tk
+                v = total // G
+                if RUNS and total % G == 0 and 0 < v <= tk and tk % v == 0:
+                    r = lw.let("lr", S.b("shr", lid, _c(_log2(tk // v))))
+                    c0 = lw.let("lc", S.b("shl", S.b("and", lid, _c(tk // v - 1)), _c(_log2(v))))
+                    g = lw.let("gr", S.b("add", base, r))
+                    g = lw.let("gr", K.Sel(S.b("le", g, last), g, last))
+                    lo = lw.let("lo", S.b("add", S.b("mul", c0, _c(stride)), r))
+                    go = lw.let("go", S.b("add", S.b("mul", g, arr.shape[1]), c0))
+                    for j in range(v):
+                        out.append((None, S.b("add", c0, _c(j)), S.b("add", lo, _c(j * stride)),
+                                    S.b("add", go, _c(j))))
+                    return out
                 for q in range((total + G - 1) // G):
                     el = lw.let("el", S.b("add", lid, _c(G * q)))
                     r = lw.let("lr", S.b("shr", el, _c(_log2(tk))))
@@ -256,39 +299,91 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                     g = lw.let("gr", S.b("add", base, r))
                     g = lw.let("gr", K.Sel(S.b("le", g, last), g, last))
                     out.append((S.b("lt", el, _c(total)) if total % G else None, c,
-                                lw.let("lo", S.b("add", S.b("mul", r, _c(stride)), c)),
+                                lw.let("lo", S.b("add", S.b("mul", c, _c(stride)), r)),
                                 lw.let("go", S.b("add", S.b("mul", g, arr.shape[1]), c))))
                 return out
-            xplaces = places(X, bm, i0, last_i)
-            yplaces = places(Y, bn, j0, last_j)
+            xplaces = places(X, bm, i0, last_i, sx)
+            yplaces = places(Y, bn, j0, last_j, sy)
+            both = [(xt, X, pl) for pl in xplaces] + [(yt, Y, pl) for pl in yplaces]
 
-            def load(tile, arr: Arr, where, k0, whole):
-                for lim, c, lo, go in where:
+            def fetch(k0) -> list:
+                """The work-item's elements of the chunk at k0 (whole), read
+                into registers: issued before the fold of the chunk before
+                it, they arrive while it runs (prefetching)."""
+                out = []
+                for tile, arr, (lim, c, lo, go) in both:
+                    ld = K.Load(arr.data, S.b("add", go, k0))
+                    if lim is None:
+                        out.append(lw.let("pf", ld))
+                    else:       # a place past the tile: read a valid element
+                        out.append(lw.let("pf", K.Load(arr.data, K.Sel(lim, S.b("add", go, k0),
+                                                                         ZERO))))
+                return out
+
+            def put(vals) -> None:
+                for (tile, arr, (lim, c, lo, go)), v in zip(both, vals):
+                    st = K.Store(tile, lo, v)
+                    lw.emit(st if lim is None else K.If(lim, K.Block((st,))))
+
+            def load_tail(k0) -> None:
+                for tile, arr, (lim, c, lo, go) in both:
                     st = K.Store(tile, lo, K.Load(arr.data, S.b("add", go, k0)))
-                    cond = None if whole else S.b("lt", S.b("add", k0, c), kw)
+                    cond = S.b("lt", S.b("add", k0, c), kw)
                     if lim is not None:
-                        cond = lim if cond is None else S.land(lim, cond)
-                    lw.emit(st if cond is None else K.If(cond, K.Block((st,))))
+                        cond = S.land(lim, cond)
+                    lw.emit(K.If(cond, K.Block((st,))))
 
-            def chunk(k0, cnt, whole):
-                load(xt, X, xplaces, k0, whole)
-                load(yt, Y, yplaces, k0, whole)
-                lw.emit(K.Barrier())
+            def step(kk):
+                """One k of the chunk in local memory: R + R loads, R * R
+                applications of g and the operator (FMAs for a dot)."""
+                if isinstance(kk, int):     # unrolled: base + a constant
+                    xv = [lw.let("xv", K.Load(xt, S.b("add", tyq, _c(kk * sx + o)))) for o in ro]
+                    yv = [lw.let("yv", K.Load(yt, S.b("add", txq, _c(kk * sy + o)))) for o in co]
+                else:
+                    xb = lw.let("xk", S.b("add", tyq, S.b("mul", kk, _c(sx))))
+                    yb = lw.let("yk", S.b("add", txq, S.b("mul", kk, _c(sy))))
+                    xv = [lw.let("xv", K.Load(xt, S.b("add", xb, _c(o)))) for o in ro]
+                    yv = [lw.let("yv", K.Load(yt, S.b("add", yb, _c(o)))) for o in co]
+                for (a, b), ev in envs.items():
+                    args = [yv[b], xv[a]] if p.swap else [xv[a], yv[b]]
+                    v = lw.apply(p.mp.lam.params, p.mp.lam.body, ev, args, new_frame=True)
+                    new = apply_op(lw, p.red.lam, ev, [accs[a, b], v[0][0]], reassoc=True)
+                    lw.emit(K.Set(accs[a, b], new[0]))
 
-                def step(kk):
-                    xv = [lw.let("xv", K.Load(xt, S.b("add", o, kk))) for o in xoff]
-                    yv = [lw.let("yv", K.Load(yt, S.b("add", o, kk))) for o in yoff]
-                    for (a, b), ev in envs.items():
-                        args = [yv[b], xv[a]] if p.swap else [xv[a], yv[b]]
-                        v = lw.apply(p.mp.lam.params, p.mp.lam.body, ev, args, new_frame=True)
-                        new = apply_op(lw, p.red.lam, ev, [accs[a, b], v[0][0]], reassoc=True)
-                        lw.emit(K.Set(accs[a, b], new[0]))
-                lw.for_range("kk", ZERO, cnt, step, unroll=tk if whole else 0)
-                lw.emit(K.Barrier())
-            lw.for_range("kt", ZERO, full,
-                         lambda t: chunk(lw.let("k0", S.b("shl", t, _c(_log2(tk)))), _c(tk), True))
+            # whole chunks: chunk t's elements were fetched into registers
+            # during chunk t-1's fold; stored, a barrier, the next chunk
+            # fetched (the last fetch reads the last chunk again: no branch),
+            # the fold unrolled over the chunk, a barrier
+            with lw.block() as whole:
+                if PREFETCH:
+                    regs = fetch(ZERO)
+                    pv = [lw.var("pv", K.type_of(r)) for r in regs]
+                    for a, r in zip(pv, regs):
+                        lw.emit(K.Set(a, r))
+
+                def chunk(t):
+                    if PREFETCH:
+                        put(pv)
+                    else:
+                        put(fetch(lw.let("k0", S.b("shl", t, _c(_log2(tk))))))
+                    lw.emit(K.Barrier())
+                    if PREFETCH:
+                        nxt = lw.let("kn", S.b("shl", K.Sel(S.b("lt", S.b("add", t, ONE), full),
+                                                            S.b("add", t, ONE), t),
+                                               _c(_log2(tk))))
+                        for a, r in zip(pv, fetch(nxt)):
+                            lw.emit(K.Set(a, r))
+                    for kk in range(tk):
+                        step(kk)
+                    lw.emit(K.Barrier())
+                lw.for_range("kt", ZERO, full, chunk)
+            lw.emit(K.If(S.b("gt", full, ZERO), whole[0]))
             with lw.block() as last:
-                chunk(lw.let("k0", S.b("shl", full, _c(_log2(tk)))), tail, False)
+                k0 = lw.let("k0", S.b("shl", full, _c(_log2(tk))))
+                load_tail(k0)
+                lw.emit(K.Barrier())
+                lw.for_range("kk", ZERO, tail, step)
+                lw.emit(K.Barrier())
             lw.emit(K.If(S.b("gt", tail, ZERO), last[0]))
             for (a, b), ev in envs.items():
                 ev[il.body.stms[p.k + 1].pat[0].name] = accs[a, b]

@@ -18,6 +18,8 @@ says which run for a target and in what order.
   become slices of one block allocated before it (a GPU kernel has no heap).
 - coarsen.py, `coarsen_parfors`: F iterations per work-item of a streaming
   ParFor, the loads before the stores (GPUs).
+- contract.py, `contract_products`: a product that feeds only a reduction
+  operator's `+` fused into it as a multiply-add (every target, last).
 
 Each walks the IR through codegen/kir_traverse.py.
 """

@@ -285,7 +285,7 @@ class Splitter:
         if isinstance(e, K.Bin):
             x, xi = self.expr(e.x, env)
             y, yi = self.expr(e.y, env)
-            out = e if (x is e.x and y is e.y) else K.Bin(e.op, x, y, e.reassoc)
+            out = e if (x is e.x and y is e.y) else K.Bin(e.op, x, y, e.reassoc, e.contract)
             if e.op in ("and", "or") and K.type_of(e.x) == BOOL:
                 for a, ai, other, oi in ((x, xi, y, yi), (y, yi, x, xi)):
                     if isinstance(ai, bool):

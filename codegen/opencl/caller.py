@@ -44,6 +44,8 @@ from pyshark.wrapper.convert import FlatCall
 from pyshark.wrapper.device_array import DeviceArray, device_array, output_keeping_arrays
 from pyshark.wrapper.device_interface import is_device_array
 
+from .runtime import DeviceScalar
+
 
 def _is_leaf(st) -> bool:
     """A scalar or an array of scalars: one flat value, as users get it."""
@@ -110,8 +112,13 @@ def caller_source(entry, spec: dict, device_arrays: bool) -> tuple[str, dict]:
     ]
     exprs = []
     arrays_seen = 0
+    # device arrays: a scalar result is a 0-d DeviceArray (as CuPy's
+    # reductions give), left where the device computed it (no wait)
+    keep = device_arrays and _flat_result(entry)
     for j, (dt, r) in enumerate(results):
-        if r == 0:
+        if r == 0 and keep:
+            exprs.append(f"kept_scalar(rt, dev, c{j}[0], RD{j})")
+        elif r == 0:
             exprs.append(f"R{j}(c{j}[0])")
         elif device_arrays:
             lines += [
@@ -140,6 +147,7 @@ def caller_source(entry, spec: dict, device_arrays: bool) -> tuple[str, dict]:
         "    while True:",
         "        with LOCK:",
         "            rt = Call(dev, kernels, heap)",
+        *(["            rt.keep_scalars = True"] if keep else []),
         "            try:",
         *lines,
         f"                return {result}",
@@ -148,6 +156,23 @@ def caller_source(entry, spec: dict, device_arrays: bool) -> tuple[str, dict]:
         "",
     ])
     return src, consts
+
+
+def _flat_result(entry) -> bool:
+    """A scalar, an array of scalars or a tuple of those: results that the
+    user gets as they are (no output format to build)."""
+    ret = entry.ret
+    return _is_leaf(ret) or (isinstance(ret, STuple) and all(_is_leaf(e) for e in ret.elems))
+
+
+def kept_scalar(rt, dev, v, dtype):
+    """A scalar result as a 0-d DeviceArray: over the device element
+    load_result left (runtime.DeviceScalar), or over a one-element block
+    the value computed on the host is sent to (no wait)."""
+    if type(v) is DeviceScalar:
+        return device_array(dev, v.mem, v.off, (), dtype)
+    mem, off = rt.detach(rt.upload(np.full(1, v, dtype)))
+    return device_array(dev, mem, off, (), dtype)
 
 
 def _result(entry, exprs: list, device_arrays: bool, consts: dict) -> str:
@@ -200,6 +225,6 @@ def make_caller(entry, spec: dict, device_arrays: bool, env: dict):
     namespace.update(DA=DeviceArray, ndarray=np.ndarray, is_da=is_device_array,
                      ascontiguousarray=np.ascontiguousarray, i64=np.int64, asarray=np.asarray,
                      device_array=device_array, keeping=output_keeping_arrays, Lazy=Lazy,
-                     elsewhere=elsewhere)
+                     elsewhere=elsewhere, kept_scalar=kept_scalar)
     exec(compile(src, f"<pyshark caller {entry.name}>", "exec"), namespace)
     return namespace["call"]

@@ -18,7 +18,11 @@ Spellings (one per kernel IR node, from the tables below, keyed like
 kir.py's; nothing here chooses an algorithm or gives a primitive a meaning
 beyond kir.py's):
 - `#pragma OPENCL FP_CONTRACT OFF` (PoCL contracts a*b+c into an FMA by
-  default); no native_*, no mad, no relaxed math. sqrt and f32 division must
+  default); no native_*, no relaxed math, and mad only for an add marked
+  `contract` with its marked product operand (kir.Bin.contract: a product
+  that feeds only a reduction operator's +, kir_passes/contract.py):
+  `mad(x, y, acc)`, which OpenCL lets be a correctly rounded fma or the two
+  operations, as LANGUAGE.md lets the contraction happen or not. sqrt and f32 division must
   be correctly rounded: PoCL's are; elsewhere the host passes
   -cl-fp32-correctly-rounded-divide-sqrt when the device supports it (never
   -cl-fast-relaxed-math or -cl-mad-enable).
@@ -247,6 +251,10 @@ block_can_fail = K.block_can_fail
 captures = K.parfor_captures         # the variables a ParFor body captures, by name
 
 
+def _fusable(e: K.Expr) -> bool:
+    return isinstance(e, K.Bin) and e.op == "mul" and e.contract
+
+
 class _KernelEmitter:
     def __init__(self):
         self.lines: list[str] = []
@@ -295,6 +303,14 @@ class _KernelEmitter:
         return self.temp(t, self.spell(e, ind), ind)
 
     def spell(self, e: K.Expr, ind: str) -> str:
+        if isinstance(e, K.Bin) and e.contract and e.op == "add":
+            # kir.Bin.contract: the product operand and the add as one mad
+            # (a correctly rounded fma, or the two operations)
+            acc, p = (e.x, e.y) if _fusable(e.y) else (e.y, e.x)
+            if _fusable(p):
+                self._note(K.type_of(e))
+                x, y, z = self.expr(p.x, ind), self.expr(p.y, ind), self.expr(acc, ind)
+                return f"mad({x}, {y}, {z})"
         if isinstance(e, K.Bin):
             t = K.type_of(e.x)
             x, y = self.expr(e.x, ind), self.expr(e.y, ind)
@@ -564,7 +580,10 @@ class _KernelEmitter:
                 mt = mem_type(s.var.type.elem)
                 self._note(s.var.type)
                 cn = self.name(s.var)
-                locals_.append(f"{ind}__local {mt} {cn}_mem[{s.count}];")
+                # 16-byte aligned: consecutive loads of a 16-byte multiple
+                # may become one vector load (ld.shared.v4, gpu/tile2d.py)
+                locals_.append(f"{ind}__local {mt} {cn}_mem[{s.count}] "
+                               f"__attribute__((aligned(16)));")
                 locals_.append(f"{ind}__local {mt} *const {cn} = {cn}_mem;")
         for v in declared.values():
             ct = self.ctype(v.type)

@@ -24,7 +24,9 @@ kernel IR, as Futhark's PyOpenCL backend generates Python host code.
   into it are sent as one write before the next launch); CopyMem is rt.copy
   (buffer to buffer); Alloc is rt.alloc (None when it fails: the host code
   then fails with MemoryError and kir.ALLOC_FAIL_MESSAGE, as the cpu
-  backend's Alloc fails);
+  backend's Alloc fails); a Load whose value only goes (after frees) into
+  a scalar result's out-param is rt.load_result, which with device arrays
+  leaves the element where it is (runtime.Call.load_result);
 - Fail returns rt.fail(code, msg, args): the error of a kernel that failed
   earlier, if any, else this one, in the CPU backend's (code, message
   index, args) protocol; the caller raises it;
@@ -49,6 +51,8 @@ from pyshark.core.types import BOOL, ScalarType
 
 from .. import kir as K
 from ..kir import ALLOC_FAIL_MESSAGE   # one message text for every backend
+from ..kir_traverse import block_exprs
+from ..lower import is_scalar_result_param
 from . import emit_cl
 
 
@@ -104,6 +108,10 @@ class _FnGen:
         self.loops = 0
         self.parfors = 0
         self.arith = False      # numpy scalar arithmetic that may warn: run under errstate
+        self.reads: dict = {}   # variable name -> how often the function reads it
+        for e in block_exprs(f.body):
+            if isinstance(e, K.KVar):
+                self.reads[e.name] = self.reads.get(e.name, 0) + 1
 
     def name(self, v: K.KVar) -> str:
         n = self.names.get(v.name)
@@ -163,8 +171,29 @@ class _FnGen:
     def block(self, b: K.Block, ind: str):
         if not b.stms:
             self.emit(ind, "pass")
-        for s in b.stms:
+        for k, s in enumerate(b.stms):
+            if self.is_result_load(b.stms, k):
+                self.emit(ind, f"{self.name(s.var)} = rt.load_result("
+                               f"{self.expr(s.value.ptr)}, {self.expr(s.value.index)})")
+                continue
             self.stm(s, ind)
+
+    def is_result_load(self, stms, k: int) -> bool:
+        """stms[k] is `v = p[i]` whose value only goes, after nothing but
+        frees, into a scalar result's out-param: rt.load_result, which with
+        device arrays hands the element back where it lies (a 0-d
+        DeviceArray, no wait) and else is rt.load."""
+        s = stms[k]
+        if not (isinstance(s, K.Set) and isinstance(s.value, K.Load)
+                and self.reads.get(s.var.name) == 1):
+            return False
+        for t in stms[k + 1:]:
+            if isinstance(t, K.Free):
+                continue
+            return (isinstance(t, K.Store) and t.value == s.var
+                    and isinstance(t.ptr, K.KVar) and is_scalar_result_param(t.ptr)
+                    and t.ptr in self.f.params)
+        return False
 
     def stm(self, s: K.Stm, ind: str):
         if isinstance(s, K.Set):

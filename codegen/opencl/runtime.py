@@ -193,6 +193,15 @@ class DevMem:
         return f"DevMem({self.dtype}[{self.count}])"
 
 
+class DeviceScalar:
+    """An entry's scalar result left in device memory (Call.load_result):
+    element `off` of `mem`."""
+    __slots__ = ("mem", "off")
+
+    def __init__(self, mem: DevMem, off: int):
+        self.mem, self.off = mem, off
+
+
 class Device:
     def __init__(self, dev):
         import pyopencl as cl
@@ -479,7 +488,7 @@ class Call:
     (always, in a finally) ends the call."""
 
     __slots__ = ("dev", "heap", "cl", "queue", "nthreads", "kernels", "owned", "mirrors",
-                 "dirty", "unchecked")
+                 "dirty", "unchecked", "keep_scalars")
 
     def __init__(self, dev: Device, kernels: list, heap: dict | None = None):
         self.dev = dev
@@ -496,6 +505,7 @@ class Call:
         self.mirrors: dict = {}         # DevMem -> host copy of its elements
         self.dirty: dict = {}           # DevMem -> (lo, hi): the mirror's part to send
         self.unchecked = False          # a kernel that can fail ran since the last check
+        self.keep_scalars = False       # load_result leaves device elements there (caller.py)
         if dev.graveyard:
             dev.drain()
 
@@ -707,6 +717,19 @@ class Call:
         if m is not None:
             return m[k]
         return self._read_whole(mem, k)
+
+    def load_result(self, p, i):
+        """The Load of an entry's scalar result (host.py). With
+        keep_scalars (a caller of device arrays) an element of a device
+        block that no host mirror holds comes back as a DeviceScalar over
+        it, with no wait: the block leaves the call (freeing it is a no-op
+        then) and backs the 0-d DeviceArray the caller makes. Else load()."""
+        mem, off = p
+        if (not self.keep_scalars or not isinstance(mem, DevMem) or mem.zeroed
+                or mem in self.mirrors):
+            return self.load(p, i)
+        self.owned.pop(id(mem), None)
+        return DeviceScalar(mem, off + int(i))
 
     def store(self, p, i, v):
         mem, off = p

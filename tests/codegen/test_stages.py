@@ -23,11 +23,11 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
 
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "interchange", "lower", "simd-interchange", "hoist-allocations", "split", "jam-while",
-             "chunk-scratch", "tile-steps", "stream-stores"]
+             "chunk-scratch", "tile-steps", "stream-stores", "contract"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "flatten", "simplify-after-flatten", "lower", "hoist-allocations",
              "expand-allocations",
-             "coarsen"]
+             "coarsen", "contract"]
 
 
 def _program(name: str) -> ir.Program:

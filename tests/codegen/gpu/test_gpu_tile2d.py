@@ -1,6 +1,6 @@
 """Maps of maps of a reduction over the rows of two matrices (matmul) on the
 "opencl" backend through codegen/gpu/tile2d.py (2-D local-memory tiling with
-4 x 4 register blocks), against Python mode: sizes around the 64 x 64 block
+8 x 8 register blocks, 4 x 4 for f64), against Python mode: sizes around the 128 x 128 block
 and the k chunk, empty outputs and k = 0, f32 / f64 / wrapping i32, other
 operators (max of products, min of differences with the inner map's arrays
 swapped), a prefix and a suffix, per-element statements (unsafe), the ShapeError of rows of other lengths,
@@ -128,7 +128,7 @@ pytestmark = pytest.mark.skipif("opencl" not in available_backends(),
 
 rng = np.random.default_rng(11)
 SIZES = [(0, 3, 0), (0, 4, 5), (4, 0, 5), (1, 1, 1), (7, 5, 3), (63, 65, 17), (64, 64, 64),
-         (130, 33, 70), (1, 200, 1)]
+         (130, 33, 70), (1, 200, 1), (129, 9, 257), (255, 16, 128)]
 
 
 @pytest.fixture(scope="module")
@@ -268,9 +268,10 @@ def test_kernel_ir(source):
         assert g.group_size == 256, name
         allocs = [s for s in g.body.stms if isinstance(s, K.LocalAlloc)]
         assert len(allocs) == 2, name
-        # 64 rows of TK + 1: TK = 32 (4-byte elements) or 16 (8-byte)
-        assert {a.count for a in allocs} == ({64 * 17} if name in ("affine_f64", "min_diff")
-                                             else {64 * 33}), name
+        # TK = 8 k-rows of the block's side + 4: 8 x 8 register blocks of
+        # 4-byte elements (a 128 x 128 block), 4 x 4 of 8-byte ones (64 x 64)
+        assert {a.count for a in allocs} == ({8 * 68} if name in ("affine_f64", "min_diff")
+                                             else {8 * 132}), name
         assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 4, name
         assert not any(isinstance(s, K.Fail) for s in K.walk_stms(g.body)), name
     for name in ("div_sum", "row_scaled", "scaled"):     # no tiled product
@@ -284,13 +285,13 @@ def test_kernel_ir(source):
         (g,) = _groups(fns[name])
         assert [s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)] == [32 * 33]
     assert not _groups(fns["transpose3"])
-    # groups of 128 work-items: 8 x 16 of them, a 32 x 64 block
+    # groups of 128 work-items: 8 x 16 of them, a 64 x 128 block
     small = _kernels(source, gpu_target(128, 65536, True))
     (tr, g) = _groups(small["matmul"])
     assert g.group_size == tr.group_size == 128
-    assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [32 * 33,
-                                                                                   64 * 33]
-    # too little local memory even for TK = 8 (4608 bytes): declined (the
+    assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [8 * 68,
+                                                                                   8 * 132]
+    # too little local memory even for TK = 8 (8448 bytes): declined (the
     # transpose's 32 x 33 tile, 4224 bytes, still fits)
     tiny = _kernels(source, gpu_target(256, 4400, True))
     assert len(_groups(tiny["matmul"])) == 1

@@ -147,17 +147,51 @@ def test_chained_calls_take_device_arrays(dw, hw):
         d = dw.saxpy(np.float32(0.5), d, d)
         h = hw.saxpy(np.float32(0.5), h, h)
     np.testing.assert_array_equal(d.get(), h)
-    s = dw.total(d)                 # a scalar result stays a numpy scalar
-    assert type(s) is np.float32 and s == hw.total(h)
+    s = dw.total(d)                 # a scalar result: a 0-d DeviceArray
+    assert isinstance(s, DeviceArray) and s.shape == () and s.dtype == np.float32
+    assert float(s) == hw.total(h) and type(hw.total(h)) is np.float32
     # numpy arrays and lists still work beside device arrays
     np.testing.assert_array_equal(dw.saxpy(1.0, d, list(map(float, h))).get(), 2 * h)
+
+
+def test_scalar_results_are_0d_device_arrays(dw, hw):
+    """Item 3 of issue 18: with device_arrays a scalar result stays on the
+    device as a 0-d DeviceArray (CuPy's reductions return 0-d arrays);
+    float, int, bool, item, get and np.asarray read it; a scalar
+    parameter takes it; the default Wrapper still returns numpy scalars."""
+    from pyshark.codegen.opencl import runtime
+    for n in (0, 1, 7, 1000, 100003):
+        xs = np.linspace(-1, 2, n, dtype=np.float32)
+        s, want = dw.total(xs), hw.total(xs)
+        assert type(want) is np.float32
+        assert isinstance(s, DeviceArray) and s.shape == () and s.ndim == 0 and s.size == 1
+        assert s.dtype == np.float32 and "float32[]" in repr(s)
+        g = s.get()
+        assert isinstance(g, np.ndarray) and g.shape == () and g == want
+        assert float(s) == want and s.item() == want and np.asarray(s)[()] == want
+        assert bool(s) == bool(want) and int(s) == int(want)
+        # the block of the result is the device's now, not the call's
+        assert s._mem.home is s.device and s._mem not in s.device.zeroed
+    ys = np.arange(5, dtype=np.float32)
+    a = dw.total(ys)                                    # 10.0 on the device
+    np.testing.assert_array_equal(dw.saxpy(a, ys, ys).get(), 11 * ys)   # scalar parameter
+    assert float(dw.gather_sum(ys, np.array([4, 4], np.int64))) == 8
+    # several 0-d results live side by side and outlive their calls
+    kept = [dw.total(np.full(3, k, np.float32)) for k in range(20)]
+    gc.collect()
+    assert [float(k) for k in kept] == [3.0 * k for k in range(20)]
+    with pytest.raises(TypeError, match="0-d"):
+        float(dw.saxpy(1.0, ys, ys))
+    with pytest.raises(TypeError, match="index"):
+        [1, 2][a]
+    assert isinstance(runtime.DeviceScalar, type)
 
 
 def test_tuple_and_record_results(dw, hw):
     xs = np.arange(7, dtype=np.float32)
     m, s, m2 = dw.stats(xs)
     assert isinstance(m, DeviceArray) and isinstance(m2, DeviceArray)
-    assert type(s) is np.float32 and s == 21
+    assert isinstance(s, DeviceArray) and s.shape == () and float(s) == 21
     assert m2.shape == (1, 7)
     hm, hs, hm2 = hw.stats(xs)
     np.testing.assert_array_equal(m.get(), hm)
@@ -258,7 +292,7 @@ def test_kernel_errors_in_device_mode(dw):
         dw.gather_sum(xs, np.array([1, -99, 3], np.int64))
     # the error buffer is clean again
     np.testing.assert_array_equal(dw.gather(xs, np.array([-1, 2], np.int64)).get(), [7, 2])
-    assert dw.gather_sum(xs, np.array([1, 2], np.int64)) == 3
+    assert float(dw.gather_sum(xs, np.array([1, 2], np.int64))) == 3
 
 
 def test_mirrored_loads_and_stores(hw):
