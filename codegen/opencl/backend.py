@@ -224,6 +224,11 @@ class OpenCLBackend(Backend):
         directory = Path(directory)
         files = manifest["files"]
         abi = json.loads((directory / files["abi"]).read_text())
+        cl_source = (directory / files["kernels"]).read_text()
+        py_source = (directory / files["host"]).read_text()
+        # never run host code that is not byte for byte the code we generated
+        if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
+            raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
         if files.get("library") and host_mode() == "native":
             from .native.module import NativeModule
             lib_path = directory / files["library"]
@@ -232,11 +237,6 @@ class OpenCLBackend(Backend):
             return NativeModule(lib_path, self.device(), abi["entries"], abi["messages"],
                                 entries_from_manifest(manifest), manifest["source"],
                                 self.device_arrays)
-        cl_source = (directory / files["kernels"]).read_text()
-        py_source = (directory / files["host"]).read_text()
-        # never run host code that is not byte for byte the code we generated
-        if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
-            raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
         dev = self.device()
         kernels = []
         if abi["kernels"]:
