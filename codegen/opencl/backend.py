@@ -230,11 +230,17 @@ class OpenCLBackend(Backend):
         if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
             raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
         if files.get("library") and host_mode() == "native":
+            dev = self.device()
+            if abi["kernels"] and uses_f64(cl_source) and not dev.fp64:
+                raise RuntimeError(
+                    f"the OpenCL device {dev.name} has no double precision (cl_khr_fp64), and "
+                    f"this module computes with f64 in kernels: use f32, or another device "
+                    f"(PYOPENCL_CTX) or backend")
             from .native.module import NativeModule
             lib_path = directory / files["library"]
             if _sha256_file(lib_path) != abi.get("native", {}).get("library_sha256"):
                 raise ValueError(f"{lib_path} does not match its recorded hash (corrupt artifact)")
-            return NativeModule(lib_path, self.device(), abi["entries"], abi["messages"],
+            return NativeModule(lib_path, dev, abi["entries"], abi["messages"],
                                 entries_from_manifest(manifest), manifest["source"],
                                 self.device_arrays)
         dev = self.device()

@@ -21,7 +21,9 @@ the runtime's own codes (100-102, rt.c).
 """
 from __future__ import annotations
 
+import _thread
 import ctypes
+import threading
 
 import numpy as np
 
@@ -35,6 +37,11 @@ from ...lower import symbol
 from ...marshal import error_from
 
 DEVICE_ERROR, DEVICE_OOM, DEVICE_BUILD = 100, 101, 102
+_INTERRUPTED = 8                        # kir.ERROR_CODES["KeyboardInterrupt"]
+_check_signals = ctypes.pythonapi.PyErr_CheckSignals    # raises what a handler raises
+_check_signals.argtypes = []
+_check_signals.restype = ctypes.c_int
+_MAIN = [threading.main_thread().ident]
 
 _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
            "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
@@ -64,6 +71,8 @@ class Library:
                 ("pyshark_ocl_download", i32, [vp, u64, vp, i64]),
                 ("pyshark_ocl_array_free", None, [vp, u64]),
                 ("pyshark_ocl_release_held", None, [vp]),
+                ("pyshark_ocl_detach", vp, [vp, u64]),
+                ("pyshark_ocl_heap_stride", i64, [vp]),
                 ("pyshark_ocl_error_message", i64, [vp, ctypes.c_char_p, i64])):
             fn = getattr(lib, name)
             fn.restype, fn.argtypes = res, args
@@ -116,6 +125,7 @@ class NativeCaller:
         from ..runtime import LOCK, DevMem
         self.lib, self.dev, self.entry, self.messages = lib, dev, entry, messages
         self.LOCK, self.DevMem = LOCK, DevMem
+        self.cl = dev.cl
         self.ctx = lib.context(dev)
         self.ctxs = Ctx.from_address(self.ctx)
         self.device_arrays = device_arrays
@@ -184,7 +194,16 @@ class NativeCaller:
                         shape = (ctypes.c_int64 * r)()
                         outs.append((h, shape))
                         args += [ctypes.addressof(h), ctypes.addressof(shape)]
+                ctxs = self.ctxs
+                ctxs.sigint = 1 if _thread.get_ident() == _MAIN[0] else 0
                 code = self.fn(*args)
+                while code == _INTERRUPTED:     # Ctrl-C: Python's handlers, then again
+                    for (dt, r, e), o in zip(self.results, outs):
+                        if r and o[0].value:
+                            lib.array_free(ctx, o[0].value)
+                            o[0].value = 0
+                    _check_signals()
+                    code = self.fn(*args)
                 if code:
                     raise lib.error(ctx, code, self.messages, dev.name)
                 results = []
@@ -193,8 +212,11 @@ class NativeCaller:
                         results.append(dt.type(o.value))
                         continue
                     h = o[0].value
-                    owned.append(h)
-                    results.append(self.result(h, tuple(o[1]), dt))
+                    if self.device_arrays:
+                        results.append(self.device_result(h, tuple(o[1]), dt))
+                    else:
+                        owned.append(h)
+                        results.append(self.result(h, tuple(o[1]), dt))
             finally:
                 for h in owned:
                     lib.array_free(ctx, h)
@@ -206,18 +228,21 @@ class NativeCaller:
             return output_keeping_arrays(self.entry.ret, results, np.asarray)
         return self.flat.output(results)
 
+    def device_result(self, h: int, shape: tuple, dt: np.dtype):
+        """A DeviceArray over a result (its cl_mem as a pyopencl Buffer, so
+        that it dies as the Python path's do; the handle is freed)."""
+        lib, ctx = self.lib, self.ctx
+        off = ctypes.c_int64(0)
+        lib.buffer(ctx, h, ctypes.byref(off))
+        mem = lib.detach(ctx, h)
+        buf = self.cl.Buffer.from_int_ptr(mem, retain=False)
+        n = 1
+        for d in shape:
+            n *= d
+        return device_array(self.dev, self.DevMem(buf, dt, n), off.value // dt.itemsize, shape, dt)
+
     def result(self, h: int, shape: tuple, dt: np.dtype):
         lib, ctx = self.lib, self.ctx
-        if self.device_arrays:
-            off = ctypes.c_int64(0)
-            mem = lib.buffer(ctx, h, ctypes.byref(off))
-            import pyopencl as cl
-            buf = cl.Buffer.from_int_ptr(mem, retain=True)
-            n = 1
-            for d in shape:
-                n *= d
-            block = self.DevMem(buf, dt, n)
-            return device_array(self.dev, block, off.value // dt.itemsize, shape, dt)
         out = np.empty(shape, dt)
         if out.nbytes:
             code = lib.download(ctx, h, out.ctypes.data, out.nbytes)
@@ -257,6 +282,19 @@ class NativeModule:
         self.callers = {name: NativeCaller(self.lib, dev, entries[name], spec, messages,
                                            device_arrays)
                         for name, spec in abi.items() if name in entries}
+
+    @property
+    def heap(self):
+        """{"stride": bytes}: the work-item heaps of this module's kernels on
+        its device (as OpenCLModule.heap; grown on HEAP_FULL and kept)."""
+        lib, ctx = self.lib, self.lib.context(self.dev)
+
+        class Heap:
+            def __getitem__(self, key):
+                if key != "stride":
+                    raise KeyError(key)
+                return int(lib.heap_stride(ctx))
+        return Heap()
 
     def call(self, name: str, canon_args: list):
         try:

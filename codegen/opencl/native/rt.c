@@ -839,6 +839,22 @@ API void pyshark_ocl_array_free(ctx_t *c, uint64_t a) {
     }
 }
 
+/* The cl_mem of array a with a reference the caller owns (retained), and the
+   array freed: the buffer never returns to this context's held blocks (the
+   Python wrapper wraps an entry's result so as a pyopencl Buffer). */
+API void *pyshark_ocl_detach(ctx_t *c, uint64_t a) {
+    slot *s = slot_of(c, a);
+    if (!s) return NULL;
+    cl_mem m = s->mem;
+    clRetainMemObject(m);
+    if (s->zeroed != -1 && s->refs == 1) s->zeroed = -1;   /* released, not held */
+    pyshark_ocl_array_free(c, a);
+    return m;
+}
+
+/* The work-item heap stride of the context's kernels (grown on HEAP_FULL). */
+API int64_t pyshark_ocl_heap_stride(const ctx_t *c) { return c->heap_stride; }
+
 /* Waits for everything queued. */
 API int32_t pyshark_ocl_finish(ctx_t *c) {
     cl_int e = clFinish(c->queue);
