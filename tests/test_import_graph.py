@@ -242,10 +242,13 @@ def test_lowering_base_imports_no_rule(graph):
 
 def test_opencl_backend_imports_nothing_of_the_cpu_backend(graph):
     """What both native backends use (the entry ABI, the error protocol,
-    the allocation-failure message) lives outside cpu/ (marshal.py, kir.py)."""
+    the allocation-failure message) lives outside cpu/ (marshal.py, kir.py).
+    The one exception: opencl/native/ spells host code with the cpu
+    backend's LLVM emitter and link step (issue 18; docs/opencl-backend.md,
+    "Native host code"); moving those into a shared package is left."""
     edges, mods = graph[0], modules()
     for m in mods:
-        if _in(m, ("pyshark.codegen.opencl",)):
+        if _in(m, ("pyshark.codegen.opencl",)) and not _in(m, ("pyshark.codegen.opencl.native",)):
             assert not sorted(x for x in edges[m] if _in(x, ("pyshark.codegen.cpu",))), m
 
 

@@ -39,13 +39,14 @@ def pyshark_version() -> str:
 
 @lru_cache(maxsize=None)
 def compiler_fingerprint() -> str:
-    """A hash of the .py files of the installed pyshark packages."""
+    """A hash of the .py (and .c) files of the installed pyshark packages."""
     import pyshark.codegen
     roots = {Path(version_module.__file__).parent, Path(pyshark.codegen.__file__).parent,
              Path(__file__).parent}
     h = hashlib.sha256()
     for root in sorted(roots):
-        for f in sorted(root.rglob("*.py")):
+        # the .py files, and the C runtime the opencl backend links in (native/rt.c)
+        for f in sorted(list(root.rglob("*.py")) + list(root.rglob("*.c"))):
             if "tests" in f.parts:
                 continue
             h.update(str(f.relative_to(root)).encode())

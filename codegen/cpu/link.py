@@ -213,16 +213,22 @@ def find_c_compiler() -> Optional[str]:
 
 
 def optimise_and_build(llvm_ir: Union[str, list], out_path: Union[str, Path], *,
-                       fastmath: bool = False, cc: Optional[str] = "auto") -> None:
+                       fastmath: bool = False, cc: Optional[str] = "auto",
+                       extra_link: tuple = ()) -> None:
     """Build `out_path`: a shared library when a C compiler exists (cc="auto"
     finds one; pass a path to choose, or None to force the JIT fallback),
     else the optimised IR text for `load_library` to JIT. Written atomically
     (temporary file, then rename). `llvm_ir` may be a list of modules
     (emit.emit_module_parts): each is optimised and compiled in a thread of
-    its own and the objects are linked together."""
+    its own and the objects are linked together. `extra_link`: more
+    objects and libraries for the link (the opencl backend's runtime and
+    ICD loader); with them, no C compiler is an error, not the JIT
+    fallback."""
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
     compiler = find_c_compiler() if cc == "auto" else cc
+    if compiler is None and extra_link:
+        raise RuntimeError("linking with other objects needs a C compiler (cc, gcc or clang)")
     parts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
     if compiler is None and len(parts) > 1:
         parts = [_join(parts)]
@@ -246,7 +252,8 @@ def optimise_and_build(llvm_ir: Union[str, list], out_path: Union[str, Path], *,
             for k, obj in enumerate(objs):
                 obj_paths.append(str(Path(tmpdir) / f"module{k}.o"))
                 Path(obj_paths[-1]).write_bytes(obj)
-            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), *obj_paths, "-lm"]
+            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), *obj_paths, *extra_link,
+                   "-lm"]
             if mvec:
                 cmd.append("-lmvec")
             with stage("link"):

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from pyshark.errors import DeviceError, DeviceOutOfMemory
@@ -47,10 +48,43 @@ CL_FILE = "kernels.cl"
 HOST_FILE = "host.py"
 ABI_FILE = "abi.json"
 KIR_FILE = "kernels.txt"
+LIB_FILE = "module.so"
+HEADER_FILE = "module.h"
 
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def host_mode() -> str:
+    """Which host code runs an entry: "native" (the shared library of
+    codegen/opencl/native, when it was built) or "python" (host.py's);
+    PYSHARK_OPENCL_HOST=python chooses the Python host code."""
+    return "python" if os.environ.get("PYSHARK_OPENCL_HOST", "native") == "python" else "native"
+
+
+def compile_native(program, kernels: K.Module, options, directory: Path) -> dict:
+    """Builds the native host library (module.so) and its C header
+    (module.h) into `directory` when a C compiler and an ICD loader exist:
+    {"library_sha256": ..., "library": file} or {"why": reason} when it
+    was not built (the module then keeps the Python host code)."""
+    from .native import build
+    from .native.capi import c_header
+    from .native.emit_host import emit_host_module
+    if not build.available():
+        return {"why": "no C compiler or no OpenCL ICD loader"}
+    try:
+        text, _cl, _kernels, host_parfors = emit_host_module(kernels, fastmath=options.fastmath)
+        build.build_library(text, Path(directory) / LIB_FILE)
+    except (NotImplementedError, RuntimeError) as exc:
+        return {"why": f"{type(exc).__name__}: {exc}"}
+    (Path(directory) / HEADER_FILE).write_text(c_header(program))
+    return {"library": LIB_FILE, "library_sha256": _sha256_file(Path(directory) / LIB_FILE),
+            "host_parfors": host_parfors}
 
 
 def kernels_for(program, options, target):
@@ -174,12 +208,16 @@ class OpenCLBackend(Backend):
         # fastmath: reassociation, contraction and no signed zeros, but not
         # -cl-finite-math-only (isnan stays a real test, as on the cpu backend)
         options = ["-cl-unsafe-math-optimizations"] if self.options.fastmath else []
+        files = {"kernels": CL_FILE, "host": HOST_FILE, "abi": ABI_FILE, "kir": KIR_FILE}
+        native = compile_native(program, kernels, self.options, directory)
+        if native.get("library"):
+            files.update(library=LIB_FILE, header=HEADER_FILE)
         (directory / ABI_FILE).write_text(json.dumps(
             {"entries": abi_of(program), "messages": kernels.messages, "kernels": meta,
              "build_options": options, "host_parfors": hp.host_parfors,
-             "cl_sha256": _sha256(hp.cl_source), "host_sha256": _sha256(hp.py_source)}))
-        return program, {"kernels": CL_FILE, "host": HOST_FILE, "abi": ABI_FILE,
-                         "kir": KIR_FILE}
+             "cl_sha256": _sha256(hp.cl_source), "host_sha256": _sha256(hp.py_source),
+             "native": native}))
+        return program, files
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         from .emit_cl import uses_f64
@@ -191,6 +229,20 @@ class OpenCLBackend(Backend):
         # never run host code that is not byte for byte the code we generated
         if _sha256(cl_source) != abi.get("cl_sha256") or _sha256(py_source) != abi.get("host_sha256"):
             raise ValueError(f"{directory} does not match its recorded hashes (corrupt artifact)")
+        if files.get("library") and host_mode() == "native":
+            dev = self.device()
+            if abi["kernels"] and uses_f64(cl_source) and not dev.fp64:
+                raise RuntimeError(
+                    f"the OpenCL device {dev.name} has no double precision (cl_khr_fp64), and "
+                    f"this module computes with f64 in kernels: use f32, or another device "
+                    f"(PYOPENCL_CTX) or backend")
+            from .native.module import NativeModule
+            lib_path = directory / files["library"]
+            if _sha256_file(lib_path) != abi.get("native", {}).get("library_sha256"):
+                raise ValueError(f"{lib_path} does not match its recorded hash (corrupt artifact)")
+            return NativeModule(lib_path, dev, abi["entries"], abi["messages"],
+                                entries_from_manifest(manifest), manifest["source"],
+                                self.device_arrays)
         dev = self.device()
         kernels = []
         if abi["kernels"]:

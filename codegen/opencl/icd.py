@@ -84,6 +84,27 @@ def prepare() -> None:
             [SYSTEM_VENDORS, managed_vendors()])
 
 
+def loader_library() -> "str | None":
+    """The ICD loader a native module links against: pyopencl's bundled
+    one (pyopencl/.libs/libOpenCL-*.so*) when there, so that a library
+    loaded beside pyopencl uses the very loader (and the context handles)
+    pyopencl uses; else the system's libOpenCL.so.1; None if neither."""
+    import ctypes.util
+    import importlib.util
+    spec = importlib.util.find_spec("pyopencl")
+    if spec is not None and spec.origin:
+        libs = Path(spec.origin).parent / ".libs"
+        found = sorted(libs.glob("libOpenCL*.so*")) if libs.is_dir() else []
+        if found:
+            return str(found[0])
+    for cand in ("/usr/lib/x86_64-linux-gnu/libOpenCL.so.1", "/usr/lib64/libOpenCL.so.1",
+                 "/usr/lib/libOpenCL.so.1"):
+        if Path(cand).is_file():
+            return cand
+    name = ctypes.util.find_library("OpenCL")
+    return name if name and Path(name).is_absolute() else None
+
+
 def describe() -> str:
     """Where the loader looks, for messages ("runtimes read from ...")."""
     vendors = os.environ.get("OCL_ICD_VENDORS") or str(SYSTEM_VENDORS)

@@ -222,13 +222,14 @@ def test_names_that_look_like_derived_names(tmp_path):
     assert w.f(np.arange(3, dtype=np.int64), 10, 100, False, 1000).tolist() == [0, 1, 2]
 
 
-def test_every_entry_takes_the_generated_call_path(tmp_path):
+def test_every_entry_takes_the_generated_call_path(tmp_path, monkeypatch):
     """One call path (caller.py): entries over records, tuples and arrays of
     records are generated callers too, flattening their arguments and
     building their results, and agree with Python mode; with device arrays
     an array of records stays on the device."""
     from pyshark import DeviceStructArray
     from pyshark.codegen.opencl.caller import caller_source
+    monkeypatch.setenv("PYSHARK_OPENCL_HOST", "python")     # caller.py: the Python host path
     src = module(tmp_path, """
         from typing import NamedTuple
 

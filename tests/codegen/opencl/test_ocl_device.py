@@ -305,8 +305,12 @@ def test_mirrored_loads_and_stores(hw):
         assert hw.total(f) == np.float32(f.sum(dtype=np.float64))
 
 
-def test_pool_stays_bounded_across_calls(hw, dw):
+def test_pool_stays_bounded_across_calls(src, cache, monkeypatch):
+    """The Python host path's pool (runtime.py); the native path's blocks:
+    test_ocl_native.py."""
     from pyshark.codegen.opencl import runtime
+    monkeypatch.setenv("PYSHARK_OPENCL_HOST", "python")
+    hw, dw = make(src, cache), make(src, cache, device_arrays=True)
     dev = runtime.device()
     n = (1 << 20) // 4                  # 1 MiB results
     hw.big(np.int64(n))
