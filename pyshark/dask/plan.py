@@ -299,14 +299,15 @@ class _Analysis:
             return [Taint(f"the function of {_SOAC_NAMES[name]} reads {what}, which "
                           f"differs per chunk", loc,
                           "pass the length as a scalar parameter")] * n
-        ins = e.arrs if not isinstance(e, ir.ReduceByIndex) else (e.idxs,) + e.vals
+        ins = (e.idxs,) + e.vals if isinstance(e, (ir.ReduceByIndex, ir.Scatter)) else e.arrs
         in_kinds = {self.k(a) for a in ins}
         width = self.k(e.width)
         bad = [kd for kd in in_kinds if isinstance(kd, Taint)]
         if bad:
             return [bad[0]] * n
         if in_kinds <= {UNIFORM} and width == UNIFORM:
-            if isinstance(e, ir.ReduceByIndex) and any(self.k(d) != UNIFORM for d in e.dests):
+            if isinstance(e, (ir.ReduceByIndex, ir.Scatter)) and \
+                    any(self.k(d) != UNIFORM for d in e.dests):
                 return [self.other(self.k(e.dests[0]), "reduce_by_index into", loc)] * n
             return [UNIFORM] * n
         if INDEX in in_kinds:
