@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from distributed.diagnostics.plugin import WorkerPlugin
 
-from . import worker
+from . import worker as install_module
 
 _SENT: set = set()
 
@@ -22,9 +22,9 @@ class LibraryInstaller(WorkerPlugin):
     def __init__(self, libraries):
         self.libraries = tuple(libraries)
 
-    def setup(self, worker_obj=None):
+    def setup(self, worker=None):   # noqa: F811 (distributed passes worker=)
         for lib in self.libraries:
-            worker.register(lib)
+            install_module.register(lib)
 
 
 def active_client():
