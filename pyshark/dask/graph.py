@@ -6,7 +6,10 @@ Every task calls a compiled entry through worker.call with a LibraryRef
 (library.py), so what a task carries is a few names, and the module is
 loaded once per worker process. Partitioned arrays are chunked along
 dimension 0 only (the same chunks for every one, the first array's; the
-other dimensions in one chunk each).
+other dimensions in one chunk each), aligned here; blockwise's own
+alignment is off (align_arrays=False): it takes a dimension of length 1 as
+one to broadcast, and would hand every task of chunks (0, 1, 0) the whole
+row.
 
 - map: one blockwise task per chunk; an entry with several results gives
   them as one array of a structured dtype, split into fields.
@@ -163,7 +166,7 @@ def map_graph(plan: Plan, ref: LibraryRef, runtime: tuple, order, scalars, array
     new_axes = {out_ind[1 + d]: n for d, n in enumerate(inner)}
     func = partial(_map_block, ref, runtime, plan.entry, order, tuple(scalars), dtype, inner)
     res = da.blockwise(func, out_ind, *_inputs(arrays), new_axes=new_axes, dtype=dtype,
-                       concatenate=True, meta=np.empty((0,) * rank, dtype=dtype),
+                       concatenate=True, align_arrays=False, meta=np.empty((0,) * rank, dtype=dtype),
                        name=f"pyshark-{plan.entry}-" + _token(ref, runtime, scalars, arrays))
     if dtype.names is None:
         return (res,)
@@ -181,7 +184,7 @@ def reduction_graph(plan: Plan, ref: LibraryRef, cref: LibraryRef, runtime: tupl
     new_axes = {out_ind[1 + d]: n for d, n in enumerate(inner)}
     func = partial(_partial_block, ref, runtime, plan.entry, order, tuple(scalars), dtype)
     parts = da.blockwise(func, out_ind, *_inputs(arrays), new_axes=new_axes,
-                         adjust_chunks={"i": 1}, dtype=dtype, concatenate=True,
+                         adjust_chunks={"i": 1}, dtype=dtype, concatenate=True, align_arrays=False,
                          meta=np.empty((0,) * (1 + len(inner)), dtype=dtype),
                          name=f"pyshark-{plan.entry}-partials-"
                               + _token(ref, runtime, scalars, arrays))
@@ -204,7 +207,7 @@ def scan_graph(plan: Plan, ref: LibraryRef, oref: LibraryRef, runtime: tuple, or
     k = len(dtypes)
     tok = _token(ref, runtime, scalars, arrays)
     func = partial(_scan_block, ref, runtime, plan.entry, order, tuple(scalars), dtype)
-    scanned = da.blockwise(func, "i", *_inputs(arrays), dtype=dtype, concatenate=True,
+    scanned = da.blockwise(func, "i", *_inputs(arrays), dtype=dtype, concatenate=True, align_arrays=False,
                            meta=np.empty((0,), dtype=dtype),
                            name=f"pyshark-{plan.entry}-chunkscan-{tok}")
     sc = tuple(scalars[plan.scalar_params.index(i)] for i in plan.needs)

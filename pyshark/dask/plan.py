@@ -132,6 +132,14 @@ def analyse(program: ir.Program, name: str) -> Plan:
                 f"partitions arrays of scalars (a Dask array has one dtype): pass each field "
                 f"of a tuple or record as an array of its own")
         (arrays if isinstance(p.stype, SArray) else scalars).append(k)
+    for st in (entry.ret.elems if isinstance(entry.ret, STuple) else (entry.ret,)):
+        while isinstance(st, SArray):
+            st = st.elem
+        if not isinstance(st, SScalar):
+            raise NotPartitionable(
+                f"{where}: it returns {entry.ret!r}; pyshark.dask returns scalars, arrays of "
+                f"scalars and tuples of them (return the fields of an array of tuples as a "
+                f"tuple of arrays: ps.unzip)")
     if len(fun.params) != len(entry.params):
         raise NotPartitionable(f"{where}: parameters of tuple or record type are not "
                                f"partitionable")
