@@ -48,7 +48,13 @@ def _numpy_saxpy(x, y, a):
     return a * x + y
 
 
+_NUMBA: list = []
+
+
 def _numba_kernels():
+    """The njit kernels, compiled once per worker process."""
+    if _NUMBA:
+        return _NUMBA[0]
     import numba
 
     @numba.njit(fastmath=False, cache=False)
@@ -64,7 +70,8 @@ def _numba_kernels():
         for i in range(x.shape[0]):
             s += x[i] * y[i]
         return s
-    return saxpy, dot
+    _NUMBA.append((saxpy, dot))
+    return _NUMBA[0]
 
 
 def _numba_saxpy(x, y, a):
