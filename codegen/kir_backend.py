@@ -86,11 +86,14 @@ class KirBackend(Backend):
     description = "development backend: the kernel IR in its reference interpreter (slow)"
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        from .stages import build_kernels
         program = translate_and_check(path, text=source_text)
+        return program, self.compile_program(program, directory)
+
+    def compile_program(self, program, directory: Path) -> dict:
+        from .stages import build_kernels
         kernels = build_kernels(program, self.options, par_min=4)  # the cpu backend's pipeline
         (Path(directory) / KERNELS_FILE).write_bytes(pickle.dumps((kernels, program)))
-        return program, {"kernels": KERNELS_FILE}
+        return {"kernels": KERNELS_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         kernels, program = pickle.loads(

@@ -65,6 +65,9 @@ def get_num_threads() -> int:
 class LoadedModule:
     """One module's entries, ready to call."""
 
+    #: the artifact directory it was loaded from (set by the Wrapper)
+    directory: Path | None = None
+
     def __init__(self, entries: dict[str, ir.Entry], source: str):
         self.entries = entries
         self.source = source
@@ -113,6 +116,16 @@ class Backend:
         """Translates and compiles; writes the backend's files into `directory`.
         Returns (checked ir.Program, {role: file name}). Raises CompileError."""
         raise NotImplementedError
+
+    def compile_program(self, program: ir.Program, directory: Path) -> dict:
+        """Compiles an already translated, checked core IR program (the part
+        of `compile` after translation); writes the backend's files into
+        `directory` and returns {role: file name}. The narrow hook through
+        which pyshark.dask compiles the programs it derives from an entry's
+        core IR (a reduction's combine step, a scan's carried offset), which
+        have no Python source. NotImplementedError for a backend that runs
+        source (python)."""
+        raise NotImplementedError(f"backend {self.name!r} cannot compile a core IR program")
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         """Loads an artifact directory written by compile. `source_path` is the

@@ -40,11 +40,14 @@ class CoreBackend(Backend):
                    for m in ("pyshark.core.interp", "pyshark.core.check"))
 
     def compile(self, path: Path, source_text: str, directory: Path):
+        program = translate_and_check(path, text=source_text)
+        return program, self.compile_program(program, directory)
+
+    def compile_program(self, program, directory: Path) -> dict:
         from pyshark.core.empty_shapes import derive_empty_shapes
-        program = derive_empty_shapes(translate_and_check(path, text=source_text))
         (Path(directory) / PROGRAM_FILE).write_bytes(
-            pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
-        return program, {"program": PROGRAM_FILE}
+            pickle.dumps(derive_empty_shapes(program), protocol=pickle.HIGHEST_PROTOCOL))
+        return {"program": PROGRAM_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         program = pickle.loads((Path(directory) / manifest["files"]["program"]).read_bytes())

@@ -69,6 +69,7 @@ class Wrapper:
             raise TypeError(f"Wrapper: {', '.join(f'{k}=' for k in refused)} is an option of "
                             f"the opencl backend, not of backend {backend!r}")
         self._backend = cls(Options(unsafe=unsafe, fastmath=fastmath), **runtime)
+        self._runtime = dict(runtime)
         self._keep_device = bool(cls.keeps_device_arrays)
         self.backend = backend
         self.options = self._backend.options
@@ -175,7 +176,9 @@ class Wrapper:
                                   source_text=text, program=program, files=files)
 
     def _load_dir(self, directory: Path, source_path: Path | None) -> LoadedModule:
-        return self._backend.load(Path(directory), read_manifest(directory), source_path)
+        module = self._backend.load(Path(directory), read_manifest(directory), source_path)
+        module.directory = Path(directory)
+        return module
 
     def _register(self, module: LoadedModule, path: str | None, text: str | None = None) -> None:
         for name, entry in module.entries.items():
@@ -201,7 +204,9 @@ class Wrapper:
         w = cls(manifest["backend"], unsafe=opts.get("unsafe", False),
                 fastmath=opts.get("fastmath", False), device=device,
                 device_arrays=device_arrays, num_threads=num_threads)
-        w._register(w._backend.load(path, manifest, None), None)
+        module = w._backend.load(path, manifest, None)
+        module.directory = path
+        w._register(module, None)
         w._loaded = True
         w.loaded_from_cache = True
         return w
@@ -227,6 +232,32 @@ class Wrapper:
             listing = ", ".join(self._entries) or "none"
             raise UnknownEntry(f"no entry {name!r} (backend {self.backend!r}); entries: "
                                f"{listing}") from None
+
+    def artifact_dir(self, name: str) -> Path:
+        """The artifact directory (cache entry or `pyshark build` output) of
+        the module that defines entry `name`: what pyshark.dask ships to its
+        workers so that they load, never compile."""
+        module, _ = self._lookup(name)
+        if module.directory is None:
+            raise RuntimeError(f"entry {name!r} was not loaded from an artifact directory")
+        return module.directory
+
+    def entry_source(self, name: str) -> tuple[str, str] | None:
+        """(file name, module text) of the module that defines entry `name`,
+        as it was compiled; None for a Wrapper.load of a build output."""
+        module, _ = self._lookup(name)
+        text = self.__dict__.get("_entry_texts", {}).get(name)
+        return None if text is None else (module.source, text)
+
+    def entry(self, name: str):
+        """The entry's ir.Entry: its parameters' and result's surface types."""
+        return self._lookup(name)[1]
+
+    @property
+    def runtime_options(self) -> dict:
+        """The backend's keyword options besides unsafe/fastmath (device,
+        device_arrays, num_threads) as given to Wrapper(...)."""
+        return dict(self.__dict__.get("_runtime", {}))
 
     def invoke(self, name: str, /, *args, **kwargs):
         """Calls entry `name`; arguments may also be passed by parameter name."""
@@ -261,6 +292,7 @@ class Wrapper:
         call.__doc__ = (entry_docstring(text, name) if text else None) or self.signature(name)
         call.__signature__ = entry_signature(entry, getattr(module, "record_class", None))
         call.__wrapped_entry__ = entry
+        call.__pyshark_wrapper__ = self      # pyshark.dask finds the Wrapper from its entry
         # an instance attribute from now on (no __getattr__ per call), until
         # the entries change (_forget_bound); not for a subclass that has its
         # own __getattr__ (it expects to see every lookup)

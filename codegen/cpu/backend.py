@@ -290,11 +290,15 @@ class CpuBackend(Backend):
         return importlib.util.find_spec("llvmlite") is not None
 
     def compile(self, path: Path, source_text: str, directory: Path):
+        with gc_paused():
+            program = translate_and_check(path, text=source_text)
+        return program, self.compile_program(program, directory)
+
+    def compile_program(self, program: ir.Program, directory: Path) -> dict:
         from ..stages import build_kernels
         from .emit import emit_module_parts
         from .link import optimise_and_build
         with gc_paused():
-            program = translate_and_check(path, text=source_text)
             kernels = build_kernels(program, self.options)  # stages.pipeline_for(MULTICORE)
             with stage("emit-llvm"):
                 llvm_ir = emit_module_parts(kernels, llvm_parts(),
@@ -307,7 +311,7 @@ class CpuBackend(Backend):
                  "library_sha256": _sha256(directory / LIB_FILE)}))
             (directory / HEADER_FILE).write_text(c_header(program))
             (directory / KIR_FILE).write_text(K.pretty_module(kernels))
-        return program, {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
+        return {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         with stage("load"):

@@ -34,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from pyshark.core import ir
 from pyshark.errors import DeviceError, DeviceOutOfMemory
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
@@ -200,6 +201,9 @@ class OpenCLBackend(Backend):
 
     def compile(self, path: Path, source_text: str, directory: Path):
         program = translate_and_check(path, text=source_text)
+        return program, self.compile_program(program, directory)
+
+    def compile_program(self, program: ir.Program, directory: Path) -> dict:
         hp, meta, kernels = kernels_for(program, self.options, self.device().target())
         directory = Path(directory)
         (directory / CL_FILE).write_text(hp.cl_source)
@@ -217,7 +221,7 @@ class OpenCLBackend(Backend):
              "build_options": options, "host_parfors": hp.host_parfors,
              "cl_sha256": _sha256(hp.cl_source), "host_sha256": _sha256(hp.py_source),
              "native": native}))
-        return program, files
+        return files
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         from .emit_cl import uses_f64
