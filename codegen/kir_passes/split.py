@@ -167,6 +167,9 @@ class Splitter:
         self.counters = {s.var.name for s in walk_stms(fn.body)
                          if isinstance(s, (K.For, K.ParFor))}
         self.taken = set(self.count) | {p.name for p in fn.params}
+        # names assigned more than once that one loop being versioned does not
+        # assign: atoms while its checks are read (version_checks)
+        self.invariant: set = set()
         for p in fn.params:
             self.count[p.name] = 1
         self.k = 0
@@ -251,7 +254,8 @@ class Splitter:
 
     # -- expressions -------------------------------------------------------
     def atom_ok(self, name: str) -> bool:
-        return self.count.get(name, 0) == 1 or name in self.counters
+        return (self.count.get(name, 0) == 1 or name in self.counters
+                or name in self.invariant)
 
     def expr(self, e: K.Expr, env: Env):
         """(e simplified, what it holds: bool, Aff or None)."""
@@ -342,6 +346,8 @@ class Splitter:
             if isinstance(ci, bool) and env.rewrite:
                 return list(self.block(s.then if ci else s.orelse, env).stms)
             et, ee = env.copy(), env.copy()
+            if _fallback_version(s):
+                ee.split = False        # the budget goes to the loop expected to run
             then, orelse = self.block(s.then, et), self.block(s.orelse, ee)
             for n in _assigned(s.then) | _assigned(s.orelse):
                 a, b = et.vals.get(n), ee.vals.get(n)
@@ -487,9 +493,13 @@ class Splitter:
         for n in syms:
             penv.mag[n] = min(penv.mag.get(n, UNB), BIG)
         out = self.pieces(s, penv, watch, wlo, whi, a, b, flat)
-        if guard is None:
-            return out
-        return [K.If(guard, K.Block(tuple(out)), K.Block((s,)))]
+        if guard is not None:
+            out = [K.If(guard, K.Block(tuple(out)), K.Block((s,)))]
+        grown = _size(K.Block(tuple(out))) - _size(K.Block((s,)))
+        if grown > self.budget:
+            return None
+        self.budget -= grown
+        return out
 
     def _optimistic(self, env: Env, body: K.Block) -> None:
         """In a dry run every invariant atom counts as bounded (the split
@@ -543,6 +553,10 @@ class Splitter:
         m[s.var.name] = v
         body = K.rename_block(s.body, m)
         penv = env.copy()
+        if not wide:
+            # a strip of a constant count (a boundary row): its inner loops
+            # run that often only, not worth the budget of splitting them
+            penv.split = False
         w_new = m[watch].name if watch in m else v.name
         penv.ranges[w_new] = ([lo] + lows, [hi] + highs)
         penv.mag[w_new] = BIG
@@ -580,24 +594,39 @@ class Splitter:
     def version_checks(self, f: K.For, env: Env) -> list:
         """`for v in lo..hi { ...; if not(checks) fail; ... }` where every
         check is monotone in v: run a copy without those Fails when the
-        checks hold at v = lo and v = hi - 1 (then they hold in between)."""
+        checks hold at v = lo and v = hi - 1 (then they hold in between).
+        An invariant atom of unknown magnitude (a size a loop carries) is
+        reasoned with as within +-BIG, which the guard then checks, as
+        try_split's does (srad's interior kept its checks, and its Fails
+        kept it from vectorising)."""
         if any(isinstance(t, (K.For, K.While, K.ParFor)) for t in walk_stms(f.body)):
             return [f]
         v = f.var.name
         benv = env.copy()
+        benv.mag = _Optimistic(benv.mag)
         benv.ranges.pop(v, None)
         keep, conds = [], []
         body_names = _assigned(f.body)
-        for st in f.body.stms:
-            leaves = self._monotone_check(st, benv, v, body_names)
-            self.stm(st, benv)
-            if leaves is None:
-                keep.append(st)
-            else:
-                conds += leaves
+        self.invariant = {n for n, k in self.count.items() if k > 1} - body_names - {v}
+        try:
+            for st in f.body.stms:
+                leaves = self._monotone_check(st, benv, v, body_names)
+                self.stm(st, benv)
+                if leaves is None:
+                    keep.append(st)
+                else:
+                    conds += leaves
+        finally:
+            self.invariant = set()
         if not conds:
             return [f]
         guard: K.Expr = K.Bin("lt", f.lo, f.hi)
+        names = {n for _, x, y in conds for n in (x.names() | y.names())} - {v}
+        for n in sorted(names):
+            if env.mag.get(n, UNB) > BIG:
+                nv = K.KVar(n, I64)
+                guard = K.Bin("and", guard, K.Bin("and", K.Bin("le", nv, K.KConst(BIG, I64)),
+                                                  K.Bin("ge", nv, K.KConst(-BIG, I64))))
         for end in (f.lo, K.Bin("sub", f.hi, K.KConst(1, I64))):
             for op, x, y in conds:
                 guard = K.Bin("and", guard, K.Bin(op, _at(x, v, end), _at(y, v, end)))
@@ -659,6 +688,15 @@ class Splitter:
         return K.rename_block(K.Block((f,)), m).stms[0]
 
 
+def _fallback_version(s: K.If) -> bool:
+    """`if ok { loop i ... } else { loop i ... }`: two versions of one loop
+    (lower_base's bounds versioning), the second run only when a run-time
+    check fails."""
+    a, b = s.then.stms, s.orelse.stms
+    return (len(a) == 1 and len(b) == 1 and isinstance(a[0], (K.For, K.ParFor))
+            and type(a[0]) is type(b[0]) and a[0].var.name == b[0].var.name)
+
+
 def _at(x: Aff, v: str, end: K.Expr) -> K.Expr:
     """x with v replaced by the expression `end`."""
     c = x.coef(v)
@@ -684,8 +722,11 @@ def _binder_counts(b: K.Block):
     return n_in, types
 
 
-def split_function(fn: K.Function) -> K.Function:
+def split_function(fn: K.Function, budget: int | None = None) -> K.Function:
+    """fn with its loops split, first come first served until `budget`
+    statements (default MAX_GROWTH) have been added."""
     sp = Splitter(fn)
+    sp.budget = MAX_GROWTH if budget is None else budget
     sp.defs = {s.var.name: s.value for s in walk_stms(fn.body)
                if isinstance(s, K.Set) and sp.count.get(s.var.name) == 1}
     env = Env(rewrite=False)
@@ -697,17 +738,13 @@ MAX_GROWTH = 3000      # statements splitting may add to one function (compile t
 
 
 def split_index_sets(m: K.Module) -> K.Module:
-    """The pass: every function's loops split where it pays (see above); a
-    function that would grow by more than MAX_GROWTH statements keeps its
-    loops (LocVolCalib's 2,971 became 11,713, and its cold compile 3x
-    longer: LLVM's time follows the code's size; hotspot grows by about
-    1,000)."""
-    out = []
-    for f in m.functions:
-        g = split_function(f)
-        grown = _size(g.body) - _size(f.body)
-        out.append(g if grown <= MAX_GROWTH else f)
-    return K.Module(out, list(m.messages))
+    """The pass: every function's loops split where it pays (see above),
+    in order, until the function has grown by MAX_GROWTH statements; a loop
+    whose split would go beyond keeps its form (LocVolCalib's 2,971
+    statements had become 11,713, and its cold compile 3x longer: LLVM's
+    time follows the code's size; hotspot grows by about 1,000). Code that
+    comes in versions puts the one expected to run first (mc/segmap.py)."""
+    return K.Module([split_function(f) for f in m.functions], list(m.messages))
 
 
 def _size(b: K.Block) -> int:

@@ -92,6 +92,24 @@ def _has_inner_loops(body: ir.Body) -> bool:
     return False
 
 
+def _has_nested_loops(body: ir.Body) -> bool:
+    """A SOAC or loop whose own function (or body) loops again: a row's
+    work that is more than one flat parallel loop."""
+    for s in body.stms:
+        e = s.exp
+        if isinstance(e, ir.If):
+            if _has_nested_loops(e.then_body) or _has_nested_loops(e.else_body):
+                return True
+        elif isinstance(e, ir.Loop):
+            if _has_inner_loops(e.body):
+                return True
+        elif isinstance(e, ir.Call):
+            return True
+        elif getattr(e, "lam", None) is not None and _has_inner_loops(e.lam.body):
+            return True
+    return False
+
+
 def _fusion_duplicates_loops(lw: Lowerer, lam: ir.Lambda, names: list) -> bool:
     """True when the results of a map would be fused into more than one
     consumer and its function loops (an inner SOAC or loop): each consumer
@@ -274,20 +292,24 @@ def _map_of_known_rows(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty, rows):
 
 def _rows_in_versions(lw: Lowerer, lam: ir.Lambda, count, body) -> None:
     """The rows `body(k)` for k < count, in two versions chosen at run time
-    when the function has parallel work of its own (incremental
+    when the function has nested parallel work of its own (incremental
     flattening's guard, Henriksen et al. PPoPP 2019): when the rows would
     fill at most half of the threads, one after another, each with its own
     SOACs parallel (a tabulate of two frames had run its second frame on one
-    thread); else in parallel, each sequential inside."""
-    if lw.in_par or not lw.options.parallel or not _has_inner_loops(lam.body):
+    thread); else in parallel, each sequential inside. A row that is one
+    flat loop (srad's pixels) gets one version: the second copy had cost the
+    index-set splitting budget (kir_passes/split.py) the loops that run."""
+    if lw.in_par or not lw.options.parallel or not _has_nested_loops(lam.body):
         lw.par_for("k", count, body)
         return
-    few = lw.let("few", S.b("le", S.b("mul", count, S.const(2, I64)), K.NumThreads()))
-    with lw.block() as host_rows:
-        lw.for_range("k", ZERO, count, body)
+    many = lw.let("many", S.b("gt", S.b("mul", count, S.const(2, I64)), K.NumThreads()))
     with lw.block() as par_rows:
         lw.par_for("k", count, body)
-    lw.emit(K.If(few, host_rows[0], par_rows[0]))
+    with lw.block() as host_rows:
+        lw.for_range("k", ZERO, count, body)
+    # the parallel rows first: passes with a size budget (kir_passes/split.py)
+    # spend it on the version expected to run
+    lw.emit(K.If(many, par_rows[0], host_rows[0]))
 
 
 def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
@@ -300,16 +322,16 @@ def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
     nonempty = lw.let("ne", S.b("gt", n, ZERO))
     rest = lw.let("m", K.Sel(nonempty, S.b("sub", n, ONE), ZERO))
     first, peel = _peel_first_row(lw, lam, row, shapes)
-    if not lw.in_par and lw.options.parallel and _has_inner_loops(lam.body):
+    if not lw.in_par and lw.options.parallel and _has_nested_loops(lam.body):
         # The first row in the versions of the others (_rows_in_versions):
         # with its SOACs parallel when the rows are few, else sequential (its
         # inner parallel loops, tiny and many, had cost more in forks and
         # joins on 16 threads than the row itself)
-        few = lw.let("few1", S.b("le", S.b("mul", rest, S.const(2, I64)), K.NumThreads()))
+        many = lw.let("many1", S.b("gt", S.b("mul", rest, S.const(2, I64)), K.NumThreads()))
         with lw.in_parallel():
             seq = _peel_first_row(lw, lam, row, shapes, first)
         if seq is not None:
-            peel = K.Block((K.If(few, peel, seq[1]),))
+            peel = K.Block((K.If(many, seq[1], peel),))
     lw.emit(K.If(nonempty, peel))
     outs = []
     for t, sh in zip(lam.ret, shapes):

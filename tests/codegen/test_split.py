@@ -235,8 +235,10 @@ def test_cpu_interior_is_straight_line():
     f = _fn(m, "hotspot")
     clean = [s for s in _innermost_fors(f.body)
              if not any(isinstance(t, (K.If, K.Fail)) for t in K.walk_stms(s.body))]
-    # the interior of both the checked and the unchecked version, plus strips
-    assert len(clean) >= 2
+    # the interior of the unchecked version; the checked one (run only when a
+    # run-time bounds check fails) keeps its form: the budget goes to the loop
+    # expected to run
+    assert len(clean) >= 1
     n_par = sum(isinstance(s, K.ParFor) for s in K.walk_stms(f.body))
     assert n_par >= 4                    # three row pieces + the fallback (per version)
 
