@@ -137,6 +137,7 @@ extern int64_t pyshark_error_message(const void *ctx, char *buf, int64_t size);
 #define AHEAD 128                   /* launches queued before a clFinish */
 #define HEAP_STRIDE (64 << 10)
 #define HELD_MAX 64
+#define KEPT_MAX 64                 /* scalar results an entry can leave on the device */
 
 typedef struct {
     cl_mem mem;             /* NULL: the slot is free */
@@ -144,6 +145,7 @@ typedef struct {
     int64_t refs;           /* references held by callers (handed-out results, uploads) */
     int32_t fresh;          /* allocated by the running call, not yet freed or handed out */
     int32_t zeroed;         /* from the zeroed blocks (kir Alloc zeroed=True) */
+    int32_t kept;           /* a scalar result left here: the entry's own free is a no-op */
     uint8_t *mirror;        /* host copy (loads of small buffers) */
     int64_t dlo, dhi;       /* the mirror's bytes not yet sent (dlo < dhi) */
     int64_t next_free;
@@ -175,6 +177,8 @@ typedef struct pyshark_ocl_ctx {
     held zeros[HELD_MAX]; int64_t nzeros;
     size_t wg;
     int64_t units, min_group, max_alloc, heap_budget, heap_stride;
+    int32_t keep;               /* result loads leave device elements there (pyshark_ocl_call) */
+    uint64_t kept[KEPT_MAX];    /* per scalar result: the element psk_load_result left, or 0 */
     char name[256];
     char text[8192];            /* the message of a device error */
 } ctx_t;
@@ -282,7 +286,9 @@ static void drop_mirror(ctx_t *c, slot *s) {
 static void release_slot(ctx_t *c, int64_t k) {
     slot *s = &c->slots[k];
     drop_mirror(c, s);
-    if (s->zeroed && c->nzeros < HELD_MAX) {
+    if (s->zeroed == -1) {              /* imported or given away: only our reference goes */
+        clReleaseMemObject(s->mem);
+    } else if (s->zeroed && c->nzeros < HELD_MAX) {
         c->zeros[c->nzeros].mem = s->mem; c->zeros[c->nzeros].bytes = s->bytes; c->nzeros++;
     } else if (s->zeroed) {
         clReleaseMemObject(s->mem);
@@ -395,7 +401,9 @@ HIDDEN void psk_free(ctx_t *c, uint64_t addr) {
     slot *s = slot_of(c, addr);
     if (!s) return;
     int64_t k = s - c->slots;
-    if (s->fresh) {
+    if (s->kept) {                      /* psk_load_result gave the entry's block away */
+        s->kept = 0;
+    } else if (s->fresh) {
         s->fresh = 0;
         release_slot(c, k);
     } else if (--s->refs <= 0) {
@@ -410,6 +418,20 @@ HIDDEN void psk_handout(ctx_t *c, uint64_t addr) {
     if (s->fresh) { s->fresh = 0; s->refs = 1; }
     else s->refs++;
     push(&c->handed, &c->nhanded, &c->cap_handed, s - c->slots);
+}
+
+/* takes back a handed-out block (its reference dropped) */
+static void unhand(ctx_t *c, uint64_t addr) {
+    slot *s = slot_of(c, addr);
+    if (!s) return;
+    int64_t k = s - c->slots;
+    for (int64_t i = 0; i < c->nhanded; i++) {
+        if (c->handed[i] == k) {
+            c->handed[i] = c->handed[--c->nhanded];
+            if (--s->refs <= 0) release_slot(c, k);
+            return;
+        }
+    }
 }
 
 HIDDEN int32_t psk_load(ctx_t *c, uint64_t addr, int64_t size, void *out) {
@@ -555,6 +577,26 @@ HIDDEN int32_t psk_launch(ctx_t *c, int32_t k, int64_t n, const uint64_t *args) 
 HIDDEN void psk_begin(ctx_t *c) {
     c->code = 0; c->msg = 0;
     c->nfresh = 0; c->nhanded = 0;
+    if (c->keep) memset(c->kept, 0, sizeof c->kept);
+}
+
+/* The Load of scalar result k's value (emit_host: a load whose value only goes,
+   after frees, into the out-param out{k}). In a call that keeps scalars
+   (pyshark_ocl_call for a caller of device arrays) an element of a device block
+   that no host mirror holds stays there, with no wait: the block is handed out
+   (the caller's reference, as an array result's) and ctx->kept[k] is its
+   address; *out gets 0. Else psk_load. runtime.Call.load_result is the same on
+   the Python host path. */
+HIDDEN int32_t psk_load_result(ctx_t *c, uint64_t addr, int64_t size, void *out, int32_t k) {
+    slot *s = slot_of(c, addr);
+    if (!c->keep || !s || s->mirror || s->zeroed == 1 || k < 0 || k >= KEPT_MAX)
+        return psk_load(c, addr, size, out);
+    memset(out, 0, (size_t)size);
+    if (c->kept[k]) unhand(c, c->kept[k]);      /* a result loaded twice (a loop) */
+    if (s->fresh) s->kept = 1;          /* the caller's now: the entry's free is a no-op */
+    psk_handout(c, addr);
+    c->kept[k] = addr;
+    return 0;
 }
 
 /* the end of a call (rc: the host code's return): the error check, then the
@@ -826,17 +868,7 @@ API int32_t pyshark_ocl_download(ctx_t *c, uint64_t a, void *dst, int64_t nbytes
 API void pyshark_ocl_array_free(ctx_t *c, uint64_t a) {
     slot *s = slot_of(c, a);
     if (!s) return;
-    if (--s->refs <= 0) {
-        int64_t k = s - c->slots;
-        if (s->zeroed == -1) {          /* imported: only our reference goes */
-            clReleaseMemObject(s->mem);
-            memset(s, 0, sizeof *s);
-            s->next_free = c->free_head;
-            c->free_head = k;
-        } else {
-            release_slot(c, k);
-        }
-    }
+    if (--s->refs <= 0) release_slot(c, s - c->slots);
 }
 
 /* The cl_mem of array a with a reference the caller owns (retained), and the
@@ -846,6 +878,7 @@ API void *pyshark_ocl_detach(ctx_t *c, uint64_t a) {
     slot *s = slot_of(c, a);
     if (!s) return NULL;
     cl_mem m = s->mem;
+    s->kept = 0;
     clRetainMemObject(m);
     if (s->zeroed != -1 && s->refs == 1) s->zeroed = -1;   /* released, not held */
     pyshark_ocl_array_free(c, a);
@@ -883,3 +916,94 @@ API int64_t pyshark_ocl_error_message(const ctx_t *c, char *buf, int64_t size) {
 
 /* The context's device name (for messages). */
 API const char *pyshark_ocl_device_name(const ctx_t *c) { return c->name; }
+
+/* -- one call of an entry from a wrapper (module.py): one foreign call each ------------- */
+#define CL_MEM_REFERENCE_COUNT 0x1105
+
+/* A buffer the caller gives back (the reference it got from pyshark_ocl_call):
+   kept for the next allocation of its size when that reference is the last
+   one, else released. (The count is exact for a buffer nobody else holds: no
+   one can add to it then.) */
+static void reclaim(ctx_t *c, cl_mem m) {
+    cl_uint refs = 0;
+    size_t size = 0;
+    if (!clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, NULL) && refs == 1
+        && !clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL)
+        && size >= MIN_BLOCK && size % MIN_BLOCK == 0)
+        put_buffer(c, m, (int64_t)size);
+    else
+        clReleaseMemObject(m);
+}
+
+/* Gives back n buffers that pyshark_ocl_call handed out (their cl_mem). */
+API void pyshark_ocl_reclaim(ctx_t *c, int64_t n, const uint64_t *mems) {
+    for (int64_t i = 0; i < n; i++) reclaim(c, (cl_mem)(uintptr_t)mems[i]);
+}
+
+/* Runs entry `packed` (emit_host's NAME.packed: every parameter one 8-byte word of
+   w) in one call: gives back `ndead` buffers first, imports or uploads the array
+   arguments, runs, releases the arguments and (keep: a caller of device arrays)
+   hands the results out as buffers. The layout `lay` (module.py builds it):
+     lay[0] keep; lay[1] nin, then per array argument: the word of its handle, the
+     first of its three side words (source: a cl_mem or host data; a byte offset
+     or the byte count; 0 import, 1 upload); then nres, then per result: kind (0
+     scalar, 1 array), its first cell, its element bytes, its number k.
+   With keep, an array result's cells [handle, ...] become [cl_mem, byte offset]
+   and a scalar's [value, 0, 0] become [value, cl_mem, byte offset] (the element
+   psk_load_result left, or the value uploaded): a reference each for the caller,
+   given back by a later call's dead list or pyshark_ocl_reclaim. Without keep
+   the cells hold the handles (pyshark_ocl_download, pyshark_ocl_array_free).
+   Returns 0 or the error code (the call then released its results). */
+API int32_t pyshark_ocl_call(ctx_t *c, int32_t (*packed)(ctx_t *, uint64_t *),
+                             const int32_t *lay, uint64_t *w, int64_t ndead,
+                             const uint64_t *dead) {
+    for (int64_t i = 0; i < ndead; i++) reclaim(c, (cl_mem)(uintptr_t)dead[i]);
+    c->code = 0;
+    int32_t keep = lay[0], nin = lay[1], rc = 0, got = 0;
+    const int32_t *in = lay + 2;
+    for (; got < nin; got++) {
+        const uint64_t *sd = &w[in[2 * got + 1]];
+        uint64_t h = sd[2] ? pyshark_ocl_upload(c, (const void *)(uintptr_t)sd[0], (int64_t)sd[1])
+                           : pyshark_ocl_import(c, (void *)(uintptr_t)sd[0], (int64_t)sd[1]);
+        if (!h) { rc = c->code; break; }
+        w[in[2 * got]] = h;
+    }
+    const int32_t *res = in + 2 * nin;
+    int32_t nres = res[0];
+    res++;
+    for (int32_t r = 0; keep && r < nres; r++)
+        if (res[4 * r] == 0) w[res[4 * r + 1] + 1] = 0;
+    if (!rc) {
+        c->keep = keep;
+        rc = packed(c, w);
+        c->keep = 0;
+    }
+    for (int32_t j = 0; j < got; j++) pyshark_ocl_array_free(c, w[in[2 * j]]);
+    if (rc || !keep) return c->code = rc;
+    for (int32_t r = 0; r < nres; r++) {        /* every scalar result gets a block */
+        const int32_t *d = &res[4 * r];
+        if (d[0] == 1) continue;
+        uint64_t *cell = &w[d[1]];
+        uint64_t a = d[3] < KEPT_MAX ? c->kept[d[3]] : 0;
+        if (!a) a = pyshark_ocl_upload(c, cell, d[2]);
+        if (!a) {                               /* out of memory: nothing leaves */
+            rc = c->code;
+            for (int32_t q = 0; q < nres; q++) {
+                const int32_t *e = &res[4 * q];
+                uint64_t h = e[0] == 1 ? w[e[1]] : w[e[1] + 1];
+                if (!h && e[0] == 0 && e[3] < KEPT_MAX) h = c->kept[e[3]];
+                pyshark_ocl_array_free(c, h);
+            }
+            return c->code = rc;
+        }
+        cell[1] = a;
+    }
+    for (int32_t r = 0; r < nres; r++) {
+        const int32_t *d = &res[4 * r];
+        uint64_t *cell = d[0] == 1 ? &w[d[1]] : &w[d[1] + 1];
+        uint64_t a = cell[0];
+        cell[1] = (uint64_t)off_of(a);
+        cell[0] = (uint64_t)(uintptr_t)pyshark_ocl_detach(c, a);
+    }
+    return 0;
+}
