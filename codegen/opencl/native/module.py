@@ -131,17 +131,18 @@ class Library:
 
 
 class NativeMem(DevMem):
-    """A block that pyshark_ocl_call handed out (one reference to its
-    cl_mem, `ptr`): when it dies the pointer goes to its library context's
-    graveyard, which the next call of that context gives back (rt.c
-    reclaim: kept for the next allocation of its size when no one else
-    holds it), so a loop of calls reuses one buffer as the Python host's
-    pool does. `buf`, the pyopencl Buffer that the Python host path and
-    DeviceArray.get use, is made on first use (its own reference)."""
-    __slots__ = ("ptr", "grave", "_buf")
+    """A block that pyshark_ocl_call handed out: an array `handle` of its
+    library context (the context keeps the cl_mem, `ptr`). When it dies the
+    handle goes to that context's graveyard, which the context's next call
+    gives back (pyshark_ocl_reclaim: its free blocks), so a loop of calls
+    reuses one buffer as the Python host's pool does, and an entry of the
+    same context takes it back as its handle (no import). `buf`, the
+    pyopencl Buffer that the Python host path and DeviceArray.get use, is
+    made on first use (its own reference)."""
+    __slots__ = ("handle", "ptr", "grave", "_buf")
 
-    def __init__(self, ptr: int, dtype: np.dtype, count: int, grave: list):
-        self.ptr, self.dtype, self.count, self.grave = ptr, dtype, count, grave
+    def __init__(self, handle: int, ptr: int, dtype: np.dtype, count: int, grave: list):
+        self.handle, self.ptr, self.dtype, self.count, self.grave = handle, ptr, dtype, count, grave
         self.home = None
         self.zeroed = False
         self._buf = None
@@ -156,12 +157,14 @@ class NativeMem(DevMem):
 
     def __del__(self):
         try:
-            self.grave.append(self.ptr)
+            self.grave.append(self.handle)
         except Exception:
             pass
 
 
 _DEAD_MAX = 32
+_OFFSET = (1 << 40) - 1                 # rt.c's handles: the byte offset's bits
+_HANDLE = ~_OFFSET & ((1 << 64) - 1)
 
 
 class NativeCaller:
@@ -265,9 +268,13 @@ class NativeCaller:
                         raise TypeError(f"a DeviceArray of {v.dtype}[{v.ndim}] where "
                                         f"{dt}[{r}] is expected")
                     m = v._mem
-                    w[sw] = m.ptr if type(m) is self.Mem else m.buf.int_ptr
-                    w[sw + 1] = v._off * dt.itemsize
-                    w[sw + 2] = 0
+                    if type(m) is self.Mem and m.grave is self.grave:     # this context's
+                        w[sw] = m.handle + v._off * dt.itemsize
+                        w[sw + 2] = 2
+                    else:
+                        w[sw] = m.ptr if type(m) is self.Mem else m.buf.int_ptr
+                        w[sw + 1] = v._off * dt.itemsize
+                        w[sw + 2] = 0
                     shape = v.shape
                 else:
                     a = np.ascontiguousarray(v, dtype=dt)
@@ -312,15 +319,17 @@ class NativeCaller:
                 if self.keep == 2:
                     out.append(dt.type(get(st)))
                 else:
-                    out.append(device_array(dev, Mem(w[c[1]], dt, 1, grave),
-                                            w[c[2]] // dt.itemsize, (), dt))
+                    h = w[c[1]]
+                    out.append(device_array(dev, Mem(h & _HANDLE, w[c[2]], dt, 1, grave),
+                                            (h & _OFFSET) // dt.itemsize, (), dt))
                 continue
             shape = tuple([w[i] for i in c[2:]])
             n = 1
             for d in shape:
                 n *= d
-            out.append(device_array(dev, Mem(w[c[0]], dt, n, grave), w[c[1]] // dt.itemsize,
-                                    shape, dt))
+            h = w[c[0]]
+            out.append(device_array(dev, Mem(h & _HANDLE, w[c[1]], dt, n, grave),
+                                    (h & _OFFSET) // dt.itemsize, shape, dt))
         return out
 
     def host_results(self) -> list:

@@ -918,52 +918,48 @@ API int64_t pyshark_ocl_error_message(const ctx_t *c, char *buf, int64_t size) {
 API const char *pyshark_ocl_device_name(const ctx_t *c) { return c->name; }
 
 /* -- one call of an entry from a wrapper (module.py): one foreign call each ------------- */
-#define CL_MEM_REFERENCE_COUNT 0x1105
 
-/* A buffer the caller gives back (the reference it got from pyshark_ocl_call):
-   kept for the next allocation of its size when that reference is the last
-   one, else released. (The count is exact for a buffer nobody else holds: no
-   one can add to it then.) */
-static void reclaim(ctx_t *c, cl_mem m) {
-    cl_uint refs = 0;
-    size_t size = 0;
-    if (!clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof refs, &refs, NULL) && refs == 1
-        && !clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof size, &size, NULL)
-        && size >= MIN_BLOCK && size % MIN_BLOCK == 0)
-        put_buffer(c, m, (int64_t)size);
-    else
-        clReleaseMemObject(m);
+/* Gives back n arrays that pyshark_ocl_call handed out (their handles): a
+   block goes to the context's free blocks, for the next allocation of its size. */
+API void pyshark_ocl_reclaim(ctx_t *c, int64_t n, const uint64_t *handles) {
+    for (int64_t i = 0; i < n; i++) pyshark_ocl_array_free(c, handles[i]);
 }
 
-/* Gives back n buffers that pyshark_ocl_call handed out (their cl_mem). */
-API void pyshark_ocl_reclaim(ctx_t *c, int64_t n, const uint64_t *mems) {
-    for (int64_t i = 0; i < n; i++) reclaim(c, (cl_mem)(uintptr_t)mems[i]);
+/* a result leaves the call as an array the caller holds (its slot's reference) */
+static uint64_t hand_out(ctx_t *c, uint64_t a) {
+    slot *s = slot_of(c, a);
+    if (!s) return 0;
+    s->kept = 0;
+    if (s->zeroed == 1) s->zeroed = 0;  /* written: an ordinary block when it comes back */
+    return (uint64_t)(uintptr_t)s->mem;
 }
 
 /* Runs entry `packed` (emit_host's NAME.packed: every parameter one 8-byte word of
-   w) in one call: gives back `ndead` buffers first, imports or uploads the array
-   arguments, runs, releases the arguments and (keep: a caller of device arrays)
-   hands the results out as buffers. The layout `lay` (module.py builds it):
-     lay[0] keep; lay[1] nin, then per array argument: the word of its handle, the
-     first of its three side words (source: a cl_mem or host data; a byte offset
-     or the byte count; 0 import, 1 upload); then nres, then per result: kind (0
-     scalar, 1 array), its first cell, its element bytes, its number k.
-   With keep, an array result's cells [handle, ...] become [cl_mem, byte offset]
-   and a scalar's [value, 0, 0] become [value, cl_mem, byte offset] (the element
-   psk_load_result left, or the value uploaded): a reference each for the caller,
-   given back by a later call's dead list or pyshark_ocl_reclaim. Without keep
-   the cells hold the handles (pyshark_ocl_download, pyshark_ocl_array_free).
-   Returns 0 or the error code (the call then released its results). */
+   w) in one call: first gives back `ndead` arrays (pyshark_ocl_reclaim), imports
+   or uploads the array arguments, runs, releases the arguments and (keep) hands
+   the results out. The layout `lay` (module.py builds it):
+     lay[0] keep (0: no, 1: arrays and scalars, 2: arrays only); lay[1] nin, then per
+     array argument: the word of its handle and the first of its three side words
+     (source; byte offset or count; 0 a cl_mem to import at that offset, 1 host data
+     to upload, 2 an array of this context: the source is its handle); then nres,
+     then per result: kind (0 scalar, 1 array), its first cell, element bytes, k.
+   An array result's cells are [handle, 0, dims...]; with keep the 0 becomes its
+   cl_mem. A scalar's are [value, 0, 0]; with keep 1 they become [value, handle,
+   cl_mem] (the element psk_load_result left, or the value uploaded). A handle
+   handed out is the caller's (pyshark_ocl_array_free, pyshark_ocl_reclaim or a
+   later call's dead list). Returns 0 or the error code (the call then released
+   its results). */
 API int32_t pyshark_ocl_call(ctx_t *c, int32_t (*packed)(ctx_t *, uint64_t *),
                              const int32_t *lay, uint64_t *w, int64_t ndead,
                              const uint64_t *dead) {
-    for (int64_t i = 0; i < ndead; i++) reclaim(c, (cl_mem)(uintptr_t)dead[i]);
+    pyshark_ocl_reclaim(c, ndead, dead);
     c->code = 0;
     int32_t keep = lay[0], nin = lay[1], rc = 0, got = 0;
     const int32_t *in = lay + 2;
     for (; got < nin; got++) {
         const uint64_t *sd = &w[in[2 * got + 1]];
-        uint64_t h = sd[2] ? pyshark_ocl_upload(c, (const void *)(uintptr_t)sd[0], (int64_t)sd[1])
+        uint64_t h = sd[2] == 2 ? sd[0]
+                   : sd[2] ? pyshark_ocl_upload(c, (const void *)(uintptr_t)sd[0], (int64_t)sd[1])
                            : pyshark_ocl_import(c, (void *)(uintptr_t)sd[0], (int64_t)sd[1]);
         if (!h) { rc = c->code; break; }
         w[in[2 * got]] = h;
@@ -971,16 +967,17 @@ API int32_t pyshark_ocl_call(ctx_t *c, int32_t (*packed)(ctx_t *, uint64_t *),
     const int32_t *res = in + 2 * nin;
     int32_t nres = res[0];
     res++;
-    for (int32_t r = 0; keep && r < nres; r++)
+    for (int32_t r = 0; keep == 1 && r < nres; r++)
         if (res[4 * r] == 0) w[res[4 * r + 1] + 1] = 0;
     if (!rc) {
-        c->keep = keep;
+        c->keep = keep == 1;
         rc = packed(c, w);
         c->keep = 0;
     }
-    for (int32_t j = 0; j < got; j++) pyshark_ocl_array_free(c, w[in[2 * j]]);
+    for (int32_t j = 0; j < got; j++)
+        if (w[in[2 * j + 1] + 2] != 2) pyshark_ocl_array_free(c, w[in[2 * j]]);
     if (rc || !keep) return c->code = rc;
-    for (int32_t r = 0; r < nres; r++) {        /* every scalar result gets a block */
+    for (int32_t r = 0; keep == 1 && r < nres; r++) {  /* every scalar result gets a block */
         const int32_t *d = &res[4 * r];
         if (d[0] == 1) continue;
         uint64_t *cell = &w[d[1]];
@@ -1000,10 +997,8 @@ API int32_t pyshark_ocl_call(ctx_t *c, int32_t (*packed)(ctx_t *, uint64_t *),
     }
     for (int32_t r = 0; r < nres; r++) {
         const int32_t *d = &res[4 * r];
-        uint64_t *cell = d[0] == 1 ? &w[d[1]] : &w[d[1] + 1];
-        uint64_t a = cell[0];
-        cell[1] = (uint64_t)off_of(a);
-        cell[0] = (uint64_t)(uintptr_t)pyshark_ocl_detach(c, a);
+        if (d[0] == 1) w[d[1] + 1] = hand_out(c, w[d[1]]);
+        else if (keep == 1) w[d[1] + 2] = hand_out(c, w[d[1] + 1]);
     }
     return 0;
 }
