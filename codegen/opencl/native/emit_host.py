@@ -1,4 +1,4 @@
-"""Kernel IR host code -> LLVM IR over the OpenCL runtime of rt.c.
+"""Kernel IR host code -> LLVM IR over the OpenCL runtime of rt.h.
 
 The cpu backend's emitter (codegen/cpu/emit_llvm.py) spells every host
 statement already (Set, If, For, While, scalar arithmetic, failures and
@@ -6,12 +6,12 @@ their unwinding, the C API's error text); this module reuses it with an
 OpenCL memory model, overriding only what touches memory:
 
 - a pointer is 8 bytes: host memory (out-params, arrays of pointers) is an
-  ordinary address, device memory a tagged value (rt.c, "Device pointers"),
+  ordinary address, device memory a tagged value (rt.h, "Device pointers"),
   so PtrAdd stays a getelementptr and a Load/Store/Free tests bit 63 at run
   time (where the pointer is not known to be host memory: an out-param, or
   an array of pointers, which only the host allocates);
 - Load/Store of device memory: psk_load / psk_store (the host mirrors of
-  rt.c: one read of a small buffer, stores sent before the next launch);
+  rt.h: one read of a small buffer, stores sent before the next launch);
 - Alloc of scalars: psk_alloc (a cl_mem; MemoryError with
   kir.ALLOC_FAIL_MESSAGE when refused); of pointers: malloc, as on cpu;
 - Free: psk_free or free(); CopyMem: psk_copy (any of host/device);
@@ -30,7 +30,7 @@ function) and an exported `NAME(ctx, params...)` that runs it between
 psk_begin and psk_end (the end-of-call error check and releases) and runs
 it again after HEAP_FULL once psk_end has grown the work-item heaps.
 
-The module also defines what rt.c reads: the OpenCL C program
+The module also defines what rt.h reads: the OpenCL C program
 (`pyshark_ocl_source`), build options, and per kernel its name, argument
 kinds, whether it can fail, its work-group size (work-group kernels) and
 whether it takes a heap.
@@ -56,7 +56,7 @@ _PTR_KIND = 0x10
 
 
 def _kinds(k: emit_cl.Kernel) -> bytes:
-    """rt.c's argument kinds: scalar bytes (bool: 1), or 0x10 | element bytes."""
+    """rt.h's argument kinds: scalar bytes (bool: 1), or 0x10 | element bytes."""
     out = []
     for a in k.args:
         if a.is_ptr:
@@ -103,7 +103,7 @@ class HostFnEmitter(FnEmitter):
 
     def device_load(self, e: K.Load, result: int = -1) -> ir.Value:
         """psk_load; psk_load_result for the load of scalar result
-        `result` (rt.c: a caller of device arrays gets the element where it
+        `result` (rt.h: a caller of device arrays gets the element where it
         lies, runtime.Call.load_result's protocol)."""
         b = self.b
         t = K.type_of(e)
@@ -189,7 +189,7 @@ class HostFnEmitter(FnEmitter):
         t = K.type_of(s.value)
         if self.host_only(s.ptr):
             if isinstance(t, K.Ptr) and isinstance(s.ptr, K.KVar) and s.ptr.name in self.out_params:
-                # an entry's array result: the caller's reference (rt.c psk_handout)
+                # an entry's array result: the caller's reference (rt_mem.c psk_handout)
                 v = self.expr(s.value)
                 b.call(self.rt("psk_handout", VOID, [PTR, I64]), [self.ctx, b.ptrtoint(v, I64)])
             return super().stm(s)
@@ -340,7 +340,7 @@ class HostModEmitter(ModEmitter):
     def packed(self, f: K.Function, fn: ir.Function):
         """NAME.packed(ctx, words): NAME with every parameter one 8-byte
         word (a scalar in the low bytes, a pointer as an integer), what
-        rt.c's pyshark_ocl_call runs: one foreign call per entry call."""
+        rt_api.c's pyshark_ocl_call runs: one foreign call per entry call."""
         pk = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name=f.name + ".packed")
         pk.attributes.add("nounwind")
         b = ir.IRBuilder(pk.append_basic_block("entry"))
@@ -370,7 +370,7 @@ class HostModEmitter(ModEmitter):
         return str(self.module)
 
     def tables(self):
-        """What rt.c reads: the program, its options, the kernel table."""
+        """What rt.h reads: the program, its options, the kernel table."""
         m = self.module
         source = emit_cl.program_source(self.kernels) if self.kernels else ""
         self.cl_source = source

@@ -8,7 +8,7 @@ opencl entry (native or Python host code) is taken by any other, and the
 process lock (runtime.LOCK) serialises calls on the shared queue. The
 context builds the kernels once, from the source embedded in the library.
 
-A call is one foreign call, rt.c's pyshark_ocl_call over the entry's
+A call is one foreign call, rt_api.c's pyshark_ocl_call over the entry's
 NAME.packed (emit_host.py): the arguments go in as 8-byte words of a
 ctypes Structure made once per entry; inside, numpy arguments are uploaded
 (small ones sent without waiting), DeviceArray arguments imported (one more
@@ -17,12 +17,12 @@ released and, with device_arrays=True, every result is handed out as a
 cl_mem reference (a scalar result too: the element the entry left on the
 device, psk_load_result, or its value uploaded), wrapped here as a
 DeviceArray over a NativeMem. A dead NativeMem's buffer goes back through
-the next call (rt.c reclaim: the context's cache of free blocks), so a loop
+the next call (pyshark_ocl_reclaim: the context's cache of free blocks), so a loop
 of calls allocates no new buffer, as the Python host's pool does. Without
 device_arrays array results are read into numpy arrays
 (`pyshark_ocl_download`) and freed (`pyshark_ocl_array_free`). An error
 code becomes the exception marshal.error_from gives (the cpu backend's
-text), or a DeviceError for the runtime's own codes (100-102, rt.c).
+text), or a DeviceError for the runtime's own codes (100-102, rt.h).
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
 
 
 class Ctx(ctypes.Structure):
-    """The first fields of rt.c's context: kir's ctx."""
+    """The first fields of rt.h's context: kir's ctx."""
     _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
                 ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
                 ("sigint", ctypes.c_int32)]
@@ -163,12 +163,12 @@ class NativeMem(DevMem):
 
 
 _DEAD_MAX = 32
-_OFFSET = (1 << 40) - 1                 # rt.c's handles: the byte offset's bits
+_OFFSET = (1 << 40) - 1                 # rt.h's handles: the byte offset's bits
 _HANDLE = ~_OFFSET & ((1 << 64) - 1)
 
 
 class NativeCaller:
-    """One entry's call path: one foreign call (rt.c pyshark_ocl_call) per
+    """One entry's call path: one foreign call (rt_api.c pyshark_ocl_call) per
     call. The words of the call (one 8-byte word per parameter of the
     entry's NAME.packed, then three side words per array argument, then the
     result cells) are a ctypes Structure made once per entry: the out-param
