@@ -25,10 +25,16 @@ OpenCL memory model, overriding only what touches memory:
   here as a sequential host loop, as host.py runs it;
 - NumThreads: ctx->nthreads (compute units x 64, the kernels' build option).
 
+- a Load whose value only goes, after frees, into scalar result k's
+  out-param: psk_load_result (with device arrays the element stays on the
+  device as the 0-d result's block; host.py's is_result_load).
+
 Each entry NAME is an internal `NAME.body` (the cpu spelling of the kir
 function) and an exported `NAME(ctx, params...)` that runs it between
 psk_begin and psk_end (the end-of-call error check and releases) and runs
-it again after HEAP_FULL once psk_end has grown the work-item heaps.
+it again after HEAP_FULL once psk_end has grown the work-item heaps, and
+`NAME.packed(ctx, words)`: NAME with each parameter one 8-byte word, which
+rt_api.c's pyshark_ocl_call runs (one foreign call per call from Python).
 
 The module also defines what rt.h reads: the OpenCL C program
 (`pyshark_ocl_source`), build options, and per kernel its name, argument

@@ -142,7 +142,8 @@ class NativeMem(DevMem):
     __slots__ = ("handle", "ptr", "grave", "_buf")
 
     def __init__(self, handle: int, ptr: int, dtype: np.dtype, count: int, grave: list):
-        self.handle, self.ptr, self.dtype, self.count, self.grave = handle, ptr, dtype, count, grave
+        self.handle, self.ptr, self.grave = handle, ptr, grave
+        self.dtype, self.count = dtype, count
         self.home = None
         self.zeroed = False
         self._buf = None
@@ -410,5 +411,6 @@ class NativeModule:
                                     device=self.dev.name) from exc
 
 
-__all__ = ["Library", "NativeCaller", "NativeMem", "NativeModule", "Ctx", "DEVICE_ERROR", "DEVICE_OOM",
+__all__ = ["Library", "NativeCaller", "NativeMem", "NativeModule", "Ctx", "DEVICE_ERROR",
+           "DEVICE_OOM",
            "DEVICE_BUILD"]
