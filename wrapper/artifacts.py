@@ -45,8 +45,9 @@ def compiler_fingerprint() -> str:
              Path(__file__).parent}
     h = hashlib.sha256()
     for root in sorted(roots):
-        # the .py files, and the C runtime the opencl backend links in (native/rt.c)
-        for f in sorted(list(root.rglob("*.py")) + list(root.rglob("*.c"))):
+        # the .py files, and the C runtime the opencl backend links in (native/rt*.c, rt.h)
+        for f in sorted(list(root.rglob("*.py")) + list(root.rglob("*.c"))
+                        + list(root.rglob("*.h"))):
             if "tests" in f.parts:
                 continue
             h.update(str(f.relative_to(root)).encode())

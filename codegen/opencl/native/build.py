@@ -1,9 +1,10 @@
-"""Building a native opencl module: the entries' LLVM object plus rt.c,
-linked against the OpenCL ICD loader into one shared library.
+"""Building a native opencl module: the entries' LLVM object plus the
+runtime (rt.h; rt_mem.c, rt_launch.c, rt_api.c), linked against the OpenCL
+ICD loader into one shared library.
 
-- `runtime_object()`: rt.c compiled once per machine and source (`cc -O2
-  -fPIC -fvisibility=hidden`), kept in the temp folder by the hash of its
-  source and compiler.
+- `runtime_objects()`: the runtime's sources compiled once per machine and
+  source (`cc -O2 -fPIC -fvisibility=hidden`, one object each), kept in the
+  temp folder by the hash of the sources, the header and the compiler.
 - `build_library(llvm_ir, out)`: link.optimise_and_build (the cpu
   backend's path: O3 for the host CPU, an object, `cc -shared`) with the
   runtime object and the loader (icd.loader_library: pyopencl's bundled
@@ -22,7 +23,9 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-RT_SOURCE = Path(__file__).with_name("rt.c")
+HERE = Path(__file__).parent
+RT_SOURCES = [HERE / "rt_mem.c", HERE / "rt_launch.c", HERE / "rt_api.c"]
+RT_HEADER = HERE / "rt.h"
 
 
 def _compiler() -> Optional[str]:
@@ -35,24 +38,30 @@ def available() -> bool:
     return _compiler() is not None and loader_library() is not None
 
 
-def runtime_object() -> Path:
-    """rt.c's object file (built once; named by the source and compiler)."""
+def runtime_objects() -> list:
+    """The runtime's object files, one per source (built once; named by the
+    sources, the header and the compiler)."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("the native opencl host code needs a C compiler (cc, gcc or clang)")
-    src = RT_SOURCE.read_bytes()
-    key = hashlib.sha256(src + cc.encode()).hexdigest()[:16]
-    out = Path(tempfile.gettempdir()) / f"pyshark-oclrt-{os.getuid()}-{key}.o"
-    if not out.is_file():
-        tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
-        cmd = [cc, "-O2", "-fPIC", "-fvisibility=hidden", "-std=c11", "-c", str(RT_SOURCE),
-               "-o", str(tmp)]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"compiling the OpenCL runtime failed ({' '.join(cmd)}):\n"
-                               f"{r.stderr}")
-        os.replace(tmp, out)
-    return out
+    h = hashlib.sha256(RT_HEADER.read_bytes() + cc.encode())
+    for src in RT_SOURCES:
+        h.update(src.read_bytes())
+    key = h.hexdigest()[:16]
+    outs = []
+    for src in RT_SOURCES:
+        out = Path(tempfile.gettempdir()) / f"pyshark-oclrt-{os.getuid()}-{key}-{src.stem}.o"
+        if not out.is_file():
+            tmp = out.with_suffix(f".{os.getpid()}.tmp.o")
+            cmd = [cc, "-O2", "-fPIC", "-fvisibility=hidden", "-std=c11", "-c", str(src),
+                   "-o", str(tmp)]
+            r = subprocess.run(cmd, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"compiling the OpenCL runtime failed ({' '.join(cmd)}):\n"
+                                   f"{r.stderr}")
+            os.replace(tmp, out)
+        outs.append(out)
+    return outs
 
 
 def link_args() -> list:
@@ -61,7 +70,7 @@ def link_args() -> list:
     loader = loader_library()
     if loader is None:
         raise RuntimeError("no OpenCL ICD loader (libOpenCL.so.1) found")
-    return [str(runtime_object()), str(loader), f"-Wl,-rpath,{Path(loader).parent}"]
+    return [*map(str, runtime_objects()), str(loader), f"-Wl,-rpath,{Path(loader).parent}"]
 
 
 def build_library(llvm_ir: str, out: Path) -> None:
@@ -69,4 +78,5 @@ def build_library(llvm_ir: str, out: Path) -> None:
     optimise_and_build(llvm_ir, out, extra_link=link_args())
 
 
-__all__ = ["available", "runtime_object", "link_args", "build_library", "RT_SOURCE"]
+__all__ = ["available", "runtime_objects", "link_args", "build_library", "RT_SOURCES",
+           "RT_HEADER"]

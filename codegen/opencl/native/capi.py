@@ -1,5 +1,5 @@
 """The C header of a native opencl library (module.h): the context and
-array API of rt.c and one declaration per entry, in the form of the cpu
+array API of rt.h and one declaration per entry, in the form of the cpu
 backend's header (codegen/cpu/backend.c_header)."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kernel IR host code -> LLVM IR over the OpenCL runtime of rt.c.
+"""Kernel IR host code -> LLVM IR over the OpenCL runtime of rt.h.
 
 The cpu backend's emitter (codegen/cpu/emit_llvm.py) spells every host
 statement already (Set, If, For, While, scalar arithmetic, failures and
@@ -6,12 +6,12 @@ their unwinding, the C API's error text); this module reuses it with an
 OpenCL memory model, overriding only what touches memory:
 
 - a pointer is 8 bytes: host memory (out-params, arrays of pointers) is an
-  ordinary address, device memory a tagged value (rt.c, "Device pointers"),
+  ordinary address, device memory a tagged value (rt.h, "Device pointers"),
   so PtrAdd stays a getelementptr and a Load/Store/Free tests bit 63 at run
   time (where the pointer is not known to be host memory: an out-param, or
   an array of pointers, which only the host allocates);
 - Load/Store of device memory: psk_load / psk_store (the host mirrors of
-  rt.c: one read of a small buffer, stores sent before the next launch);
+  rt.h: one read of a small buffer, stores sent before the next launch);
 - Alloc of scalars: psk_alloc (a cl_mem; MemoryError with
   kir.ALLOC_FAIL_MESSAGE when refused); of pointers: malloc, as on cpu;
 - Free: psk_free or free(); CopyMem: psk_copy (any of host/device);
@@ -25,12 +25,18 @@ OpenCL memory model, overriding only what touches memory:
   here as a sequential host loop, as host.py runs it;
 - NumThreads: ctx->nthreads (compute units x 64, the kernels' build option).
 
+- a Load whose value only goes, after frees, into scalar result k's
+  out-param: psk_load_result (with device arrays the element stays on the
+  device as the 0-d result's block; host.py's is_result_load).
+
 Each entry NAME is an internal `NAME.body` (the cpu spelling of the kir
 function) and an exported `NAME(ctx, params...)` that runs it between
 psk_begin and psk_end (the end-of-call error check and releases) and runs
-it again after HEAP_FULL once psk_end has grown the work-item heaps.
+it again after HEAP_FULL once psk_end has grown the work-item heaps, and
+`NAME.packed(ctx, words)`: NAME with each parameter one 8-byte word, which
+rt_api.c's pyshark_ocl_call runs (one foreign call per call from Python).
 
-The module also defines what rt.c reads: the OpenCL C program
+The module also defines what rt.h reads: the OpenCL C program
 (`pyshark_ocl_source`), build options, and per kernel its name, argument
 kinds, whether it can fail, its work-group size (work-group kernels) and
 whether it takes a heap.
@@ -42,7 +48,8 @@ from llvmlite import ir
 from pyshark.core.types import BOOL
 
 from ... import kir as K
-from ...kir_traverse import stm_exprs, walk_exprs
+from ...kir_traverse import block_exprs, stm_exprs, walk_exprs
+from ...lower import is_scalar_result_param
 from ...cpu.emit_llvm import FnEmitter, ModEmitter
 from ...cpu.emit_ssa import ssa_vars
 from ...cpu.emit_unwind import Unwinder
@@ -55,7 +62,7 @@ _PTR_KIND = 0x10
 
 
 def _kinds(k: emit_cl.Kernel) -> bytes:
-    """rt.c's argument kinds: scalar bytes (bool: 1), or 0x10 | element bytes."""
+    """rt.h's argument kinds: scalar bytes (bool: 1), or 0x10 | element bytes."""
     out = []
     for a in k.args:
         if a.is_ptr:
@@ -100,7 +107,10 @@ class HostFnEmitter(FnEmitter):
             return self.b.sext(self.b.load(self.ctx_field(CTX_NTHREADS), typ=I32), I64)
         return super().expr(e)
 
-    def device_load(self, e: K.Load) -> ir.Value:
+    def device_load(self, e: K.Load, result: int = -1) -> ir.Value:
+        """psk_load; psk_load_result for the load of scalar result
+        `result` (rt.h: a caller of device arrays gets the element where it
+        lies, runtime.Call.load_result's protocol)."""
         b = self.b
         t = K.type_of(e)
         mt = mem_type(t)
@@ -114,8 +124,12 @@ class HostFnEmitter(FnEmitter):
         b.branch(done)
         b.position_at_end(dev_bb)
         cell = alloca(self.alloca_builder, mt)
-        rc = b.call(self.rt("psk_load", I32, [PTR, I64, I64, PTR]),
-                    [self.ctx, b.ptrtoint(p, I64), I64(elem_size(t)), cell])
+        if result >= 0:
+            rc = b.call(self.rt("psk_load_result", I32, [PTR, I64, I64, PTR, I32]),
+                        [self.ctx, b.ptrtoint(p, I64), I64(elem_size(t)), cell, I32(result)])
+        else:
+            rc = b.call(self.rt("psk_load", I32, [PTR, I64, I64, PTR]),
+                        [self.ctx, b.ptrtoint(p, I64), I64(elem_size(t)), cell])
         self.on_error(rc)
         dv = b.load(cell, typ=mt)
         dev_end = b.block
@@ -129,6 +143,35 @@ class HostFnEmitter(FnEmitter):
         return v
 
     # -- statements --------------------------------------------------------------
+    reads: dict = {}
+
+    def block(self, blk: K.Block):
+        for i, s in enumerate(blk.stms):
+            k = self.result_load(blk.stms, i)
+            if k >= 0:
+                self.set_var(s.var, self.device_load(s.value, result=k))
+            else:
+                self.stm(s)
+            if self.b.block.is_terminated:
+                return          # after a Fail: the rest of the block is dead
+
+    def result_load(self, stms, i: int) -> int:
+        """k when stms[i] is `v = p[j]` of device memory whose value only
+        goes, after nothing but frees, into scalar result k's out-param
+        (host.py's is_result_load), else -1."""
+        s = stms[i]
+        if not (isinstance(s, K.Set) and isinstance(s.value, K.Load)
+                and self.reads.get(s.var.name) == 1 and not self.host_only(s.value.ptr)):
+            return -1
+        for t in stms[i + 1:]:
+            if isinstance(t, K.Free):
+                continue
+            if (isinstance(t, K.Store) and t.value == s.var and isinstance(t.ptr, K.KVar)
+                    and t.ptr.name in self.out_params and is_scalar_result_param(t.ptr)):
+                return int(t.ptr.name[3:])
+            return -1
+        return -1
+
     def stm(self, s: K.Stm):
         if isinstance(s, K.Store):
             return self.store(s)
@@ -152,7 +195,7 @@ class HostFnEmitter(FnEmitter):
         t = K.type_of(s.value)
         if self.host_only(s.ptr):
             if isinstance(t, K.Ptr) and isinstance(s.ptr, K.KVar) and s.ptr.name in self.out_params:
-                # an entry's array result: the caller's reference (rt.c psk_handout)
+                # an entry's array result: the caller's reference (rt_mem.c psk_handout)
                 v = self.expr(s.value)
                 b.call(self.rt("psk_handout", VOID, [PTR, I64]), [self.ctx, b.ptrtoint(v, I64)])
             return super().stm(s)
@@ -264,6 +307,10 @@ class HostModEmitter(ModEmitter):
         body.attributes.add("optnone")
         em = HostFnEmitter(self, body, body.args[0], in_par=False, prefix=f.name)
         em.out_params = frozenset(out_params(f))
+        em.reads = {}
+        for e in block_exprs(f.body):
+            if isinstance(e, K.KVar):
+                em.reads[e.name] = em.reads.get(e.name, 0) + 1
         em.ssa = ssa_vars(f.body, tuple(p.name for p in f.params))
         em.unwind = Unwinder(em, f.body, entry=True)
         for p, a in zip(f.params, body.args[1:]):
@@ -294,6 +341,30 @@ class HostModEmitter(ModEmitter):
         b.cbranch(b.icmp_signed("==", rc, I32(HEAP_FULL)), loop, done)
         b.position_at_end(done)
         b.ret(rc)
+        self.packed(f, fn)
+
+    def packed(self, f: K.Function, fn: ir.Function):
+        """NAME.packed(ctx, words): NAME with every parameter one 8-byte
+        word (a scalar in the low bytes, a pointer as an integer), what
+        rt_api.c's pyshark_ocl_call runs: one foreign call per entry call."""
+        pk = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR]), name=f.name + ".packed")
+        pk.attributes.add("nounwind")
+        b = ir.IRBuilder(pk.append_basic_block("entry"))
+        args = [pk.args[0]]
+        for i, (p, ty) in enumerate(zip(f.params, fn.function_type.args[1:])):
+            w = b.load(b.gep(pk.args[1], [I64(i)], source_etype=I64), typ=I64)
+            if isinstance(ty, ir.PointerType):
+                v = b.inttoptr(w, ty)
+            elif isinstance(ty, ir.IntType):
+                v = b.trunc(w, ty) if ty.width < 64 else w
+            elif isinstance(ty, ir.FloatType):
+                v = b.bitcast(b.trunc(w, ir.IntType(32)), ty)
+            elif isinstance(ty, ir.DoubleType):
+                v = b.bitcast(w, ty)
+            else:
+                raise TypeError(f"parameter {p.name}: {ty} has no word form")
+            args.append(v)
+        b.ret(b.call(fn, args))
 
     def emit(self) -> str:
         self._build()
@@ -305,7 +376,7 @@ class HostModEmitter(ModEmitter):
         return str(self.module)
 
     def tables(self):
-        """What rt.c reads: the program, its options, the kernel table."""
+        """What rt.h reads: the program, its options, the kernel table."""
         m = self.module
         source = emit_cl.program_source(self.kernels) if self.kernels else ""
         self.cl_source = source

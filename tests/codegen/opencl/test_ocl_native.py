@@ -101,6 +101,46 @@ def ident(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
     assert np.array_equal(w.gather(e, np.array([6, 0], np.int64)).get(), [18.0, 0.0])
 
 
+def test_one_call_reuses_result_buffers(tmp_path, monkeypatch):
+    """A call is one foreign call (pyshark_ocl_call): a loop of calls whose
+    results die reuses their buffers through the context's free blocks (no
+    clCreateBuffer a call); a scalar result is a 0-d DeviceArray left on the
+    device; device arrays pass between two modules (an import of the other
+    context's buffer) and between the native and the Python host."""
+    _available()
+    import numpy as np
+    from pyshark import DeviceArray, Wrapper
+    from pyshark.codegen.opencl.native.module import NativeMem
+    src = tmp_path / "m.py"
+    src.write_text(SAXPY)
+    w = Wrapper("opencl", cache_dir=tmp_path / "c", device_arrays=True)
+    w.add_source_file(src).compile_and_load()
+    x = w.saxpy(1.0, np.arange(5, dtype=np.float32), np.zeros(5, np.float32))
+    assert type(x._mem) is NativeMem
+    seen = set()
+    for _ in range(100):
+        r = w.saxpy(np.float32(2.0), x, x)
+        seen.add(r._mem.ptr)
+    assert len(seen) <= 3, len(seen)
+    np.testing.assert_array_equal(r.get(), 3 * np.arange(5, dtype=np.float32))
+    s = w.total(r)
+    assert isinstance(s, DeviceArray) and s.shape == () and float(s) == 30.0
+    kept = [w.total(np.full(4, k, np.float32)) for k in range(10)]
+    assert [float(k) for k in kept] == [4.0 * k for k in range(10)]
+    # another module (its own context) and the Python host take the arrays
+    w2 = Wrapper("opencl", cache_dir=tmp_path / "c2", device_arrays=True)
+    w2.add_source_file(src).compile_and_load()
+    np.testing.assert_array_equal(w2.saxpy(s, x, r).get(), 33 * np.arange(5, dtype=np.float32))
+    monkeypatch.setenv("PYSHARK_OPENCL_HOST", "python")
+    wp = Wrapper("opencl", cache_dir=tmp_path / "c3", device_arrays=True)
+    wp.add_source_file(src).compile_and_load()
+    monkeypatch.delenv("PYSHARK_OPENCL_HOST")
+    assert type(next(iter(wp._entries.values()))[0]).__name__ != "NativeModule"
+    p = wp.saxpy(np.float32(1.0), x, r)
+    np.testing.assert_array_equal(w.saxpy(s, p, p).get(), 31 * 4 * np.arange(5, dtype=np.float32))
+    assert float(wp.total(w.saxpy(1.0, x, x))) == 20.0
+
+
 def test_c_program_against_pyshark_build(tmp_path):
     """The C test of issue 18: context, upload, entries, read back, an error
     message, everything freed (under valgrind when it is installed)."""
