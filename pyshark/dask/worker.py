@@ -133,5 +133,7 @@ def call(ref: LibraryRef, runtime: tuple, name: str, args: list):
 
 def stats() -> dict:
     """This process's counts (registered, installs, loads, hits, calls), the
-    keys of the modules loaded and of those a worker plugin delivered."""
-    return {**STATS, "loaded": sorted({k[0] for k in _LOADED}), "received": sorted(_INSTALLED)}
+    keys of the modules loaded and of those a worker plugin delivered, the
+    classes of the loaded modules (NativeModule: opencl's native host)."""
+    return {**STATS, "loaded": sorted({k[0] for k in _LOADED}), "received": sorted(_INSTALLED),
+            "module_types": sorted({type(m).__name__ for m in _LOADED.values()})}
