@@ -1,0 +1,89 @@
+"""Stencils with a stated halo (psd.run(entry, *args, halo=k), issue 19's
+map_overlap): across chunkings, chunks smaller than the halo, empty and
+one-element chunks, arrays shorter than the halo, the results equal
+Python mode on the whole arrays (the entry sees the real ends only in the
+first and last chunk); entries a halo cannot help are refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import need_dask
+
+need_dask()
+
+import dask  # noqa: E402
+import dask.array as da  # noqa: E402
+
+import pyshark.dask as psd  # noqa: E402
+from pyshark.dask.graph import halo_chunks  # noqa: E402
+from pyshark.errors import ShapeError  # noqa: E402
+
+
+def _chunkings(n: int, halo: int) -> list[tuple]:
+    out = [(n,), (0,) + (1,) * n + (0,)]
+    if n > halo:
+        out += [(halo, n - halo), (halo + 1,) * (n // (halo + 1)) + (n % (halo + 1),)]
+    if n >= 3:
+        out.append((1, 0, n - 2, 1))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+@pytest.mark.parametrize("n", [0, 1, 2, 5, 23])
+def test_blur_equals_python_mode(wrappers, backend, n):
+    w, py = wrappers[backend], wrappers["python"]
+    xs = np.random.default_rng(n).standard_normal(n)
+    want = py.blur2(0.5, xs)
+    for chunks in _chunkings(n, 2):
+        got = psd.run(w.blur2, 0.5, da.from_array(xs, chunks=(chunks,)), halo=2)
+        np.testing.assert_allclose(got.compute(scheduler="sync"), want, rtol=1e-12,
+                                   err_msg=f"chunks={chunks}")
+
+
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+def test_rank2_and_tuple_results(wrappers, backend):
+    w, py = wrappers[backend], wrappers["python"]
+    xss = np.random.default_rng(1).integers(-50, 50, (11, 3))
+    xs = xss[:, 0].astype(np.int32)
+    for chunks in _chunkings(11, 1):
+        got = psd.run(w.diff_rows, da.from_array(xss, chunks=(chunks, 3)), halo=1)
+        assert np.array_equal(got.compute(scheduler="sync"), py.diff_rows(xss)), chunks
+        step, first = dask.compute(*psd.run(w.step_first, da.from_array(xs, chunks=(chunks,)),
+                                            halo=1), scheduler="sync")
+        want_step, want_first = py.step_first(xs)
+        assert np.array_equal(step, want_step) and np.array_equal(first, want_first), chunks
+
+
+def test_on_the_cluster(cluster, wrappers):
+    w = wrappers["cpu"]
+    xs = np.random.default_rng(5).standard_normal(1000)
+    got = cluster.compute(psd.run(w.blur2, 2.0, da.from_array(xs, chunks=((1, 0, 499, 500),)),
+                                  halo=2), sync=True)
+    np.testing.assert_allclose(got, wrappers["python"].blur2(2.0, xs), rtol=1e-12)
+
+
+def test_halo_chunks_follow_dasks_rule():
+    assert halo_chunks((5, 5), 2) == (5, 5)
+    assert halo_chunks((0, 1, 0, 1, 6), 2) == (8,) or min(halo_chunks((0, 1, 0, 1, 6), 2)) >= 2
+    assert halo_chunks((1, 1), 3) == (2,)          # shorter than the halo: one chunk
+    assert halo_chunks((0, 0), 1) == (0,)
+    for chunks in [(1,) * 9, (3, 0, 1, 1, 4), (2, 2, 1)]:
+        got = halo_chunks(chunks, 2)
+        assert sum(got) == sum(chunks) and (len(got) == 1 or min(got) >= 2), (chunks, got)
+
+
+def test_what_a_halo_cannot_help(wrappers):
+    w = wrappers["cpu"]
+    assert psd.partition(w.saxpy, halo=3).plan.kind == "map"     # needs none
+    with pytest.raises(psd.NotPartitionable, match="reduce"):
+        psd.partition(w.dot, halo=1)
+    with pytest.raises(psd.NotPartitionable, match="scalar"):
+        psd.partition(w.mean, halo=1)
+    with pytest.raises(ValueError, match="halo"):
+        psd.partition(w.blur2, halo=-1)
+    with pytest.raises(ShapeError):               # a filter's rows are not the chunk's
+        psd.run(w.positives, da.from_array(np.array([1, -1, 2], np.int32), chunks=1),
+                halo=1).compute(scheduler="sync")
+    assert "map_overlap" in psd.explain(w.blur2, halo=2)
+    assert "halo=k" in psd.explain(w.blur2)
