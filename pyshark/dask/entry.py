@@ -11,6 +11,8 @@ graph (graph.py): nothing is computed until the user asks.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from pyshark.core.types import SArray, SScalar, STuple, stype_base, stype_rank
@@ -19,6 +21,14 @@ from pyshark.errors import ShapeError
 from . import derive
 from .library import compile_derived, pack
 from .plan import NotPartitionable, analyse, prepare, stencil
+
+
+@lru_cache(maxsize=16)
+def _program(text: str, filename: str):
+    """The module translated and prepared for the analysis, once per source
+    (the IR is immutable: entries of one module share it)."""
+    from pyshark.translate import translate_source
+    return prepare(translate_source(text, filename))
 
 
 def find_wrapper(entry, name: str | None):
@@ -57,7 +67,6 @@ class DaskEntry:
 
     def __init__(self, entry, name=None, *, device=None, num_threads=None, client=None,
                  split_every=None, halo=None):
-        from pyshark.translate import translate_source
         self.wrapper, self.name = find_wrapper(entry, name)
         w = self.wrapper
         self.entry = w.entry(self.name)
@@ -66,7 +75,7 @@ class DaskEntry:
             raise NotPartitionable(f"pyshark.dask: entry {self.name!r} was loaded from a build "
                                    f"output without its source; compile it from source")
         filename, text = source
-        program = prepare(translate_source(text, filename))
+        program = _program(text, filename)
         self.plan = analyse(program, self.name) if halo is None else \
             stencil(program, self.name, halo)
         rt = dict(w.runtime_options)

@@ -129,15 +129,18 @@ def stencil(program: ir.Program, name: str, halo: int) -> Plan:
     """The Plan of entry `name` run with a stated halo (issue 19's
     map_overlap): its results are arrays whose row i is computed from rows
     i - halo .. i + halo of the array parameters (and the scalars), the
-    entry handling the arrays' ends itself. The reach is the caller's
-    statement, not checked here (an index expression's range is not
-    decidable in general); what is checked: array parameters and results,
+    entry handling the arrays' ends itself. reach.py derives how far rows
+    read when the index expressions are i + d, clamped (a smaller halo is
+    refused, halo="auto" takes it), and refuses absolute positions and
+    wrapping negative indices; where it cannot decide, the stated halo is
+    trusted. Also checked: array parameters and results,
     results of rank >= 1 (row-aligned: each chunk's result rows are
     checked against its rows when it runs), and an entry that the analysis
     finds to be a reduction, scan or histogram is refused (a halo does not
     make its pieces combine). A plain map gets kind "map" (no halo needed)."""
-    if not isinstance(halo, int) or isinstance(halo, bool) or halo < 0:
-        raise ValueError(f"pyshark.dask: halo must be an int >= 0, not {halo!r}")
+    auto = halo == "auto"
+    if not auto and (not isinstance(halo, int) or isinstance(halo, bool) or halo < 0):
+        raise ValueError(f"pyshark.dask: halo must be an int >= 0 or 'auto', not {halo!r}")
     where, fun, arrays, scalars = _signature(program, name)
     try:
         plan = _Analysis(where, fun, arrays, scalars, name).run()
@@ -154,9 +157,27 @@ def stencil(program: ir.Program, name: str, halo: int) -> Plan:
         raise NotPartitionable(f"{where}: halo= applies to maps over the leading dimension; "
                                f"this entry returns a scalar (results must be arrays, row i "
                                f"for row i of the arrays)")
+    from .reach import Refuse, reach
+    try:
+        need = reach(fun, tuple(arrays))
+    except Refuse as exc:
+        at = f" at {exc.loc}" if exc.loc is not None else ""
+        raise NotPartitionable(f"{where} cannot run chunk by chunk with a halo{at}: "
+                               f"{exc.why}") from None
+    if auto:
+        if need is None:
+            raise NotPartitionable(f"{where}: halo='auto' could not derive how far a row "
+                                   f"reads (an index that is not i + d, clamped); state it: "
+                                   f"halo=k")
+        halo = need
+    elif need is not None and need > halo:
+        raise NotPartitionable(f"{where}: a row reads (or compares its position with) rows "
+                               f"up to {need} away, more than halo={halo}: pass halo={need}")
+    note = f"reach {need} derived from the index expressions" if need is not None else \
+        "reach not derived (the stated halo is trusted)"
     ranks = tuple(a.type.rank for a in res)
     return Plan("map_overlap", name, fun, tuple(arrays), tuple(scalars), ranks, halo=halo,
-                notes=(f"halo {halo} (stated by the caller)",))
+                notes=(note,))
 
 
 def _signature(program: ir.Program, name: str):

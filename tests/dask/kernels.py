@@ -154,3 +154,9 @@ def step_first(xs: ps.Array[ps.i32]) -> tuple[ps.Array[ps.i32], ps.Array[bool]]:
     """x[i] - x[i - 1] and whether row i is the first: halo 1, two results
     (i == 0 is the distance to the array's start, which a halo keeps)."""
     return ps.unzip(ps.tabulate(len(xs), lambda i: (xs[i] - xs[max(i - 1, 0)], i == 0)))
+
+
+@ps.entry
+def periodic_diff(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """xs[i - 1] at i = 0 is the last element (Python): needs the whole array."""
+    return ps.tabulate(len(xs), lambda i: xs[i] - xs[i - 1])
