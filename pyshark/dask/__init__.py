@@ -32,7 +32,7 @@ __all__ = ["partition", "run", "explain", "DaskEntry", "NotPartitionable", "Plan
 
 def partition(entry, name: str | None = None, *, device=None, num_threads: int | None = None,
               client=None, split_every: int | None = None,
-              halo: int | None = None) -> "DaskEntry":
+              halo: int | str | None = None) -> "DaskEntry":
     """A DaskEntry for `entry`: a Wrapper's entry attribute (`w.saxpy`), a
     `@pyshark.jit` function, or a Wrapper with the entry's `name`.
 
@@ -46,8 +46,9 @@ def partition(entry, name: str | None = None, *, device=None, num_threads: int |
     whose row i reads rows up to `halo` away (a stencil): each chunk runs
     extended by that many neighbour rows on each side (dask.array.
     map_overlap, none past the arrays' ends, where the entry sees the real
-    ends), the extension trimmed off; the reach is the caller's statement
-    (docs/dask.md)."""
+    ends), the extension trimmed off; "auto": the reach derived from the
+    index expressions (reach.py), which also refuses a smaller stated halo;
+    where it cannot be derived the stated one is trusted (docs/dask.md)."""
     from .entry import DaskEntry
     return DaskEntry(entry, name, device=device, num_threads=num_threads, client=client,
                      split_every=split_every, halo=halo)
@@ -58,7 +59,7 @@ def run(entry, *args, **options):
     return partition(entry, **options)(*args)
 
 
-def explain(entry, name: str | None = None, *, halo: int | None = None) -> str:
+def explain(entry, name: str | None = None, *, halo: int | str | None = None) -> str:
     """How pyshark.dask runs the entry (or why it cannot)."""
     try:
         p = partition(entry, name, halo=halo).plan
