@@ -92,9 +92,10 @@ class _Walk:
         self.need = 0
 
     def run(self) -> int:
-        iotas, maps = set(), 0
+        iotas, derived, checks, maps = set(), set(), set(), 0
         for stm in self.fun.body.stms:
             e = stm.exp
+            used = set(free_vars(e))
             if isinstance(e, ir.Size) and e.arr.name in self.arrays and e.dim == 0:
                 self.val[stm.pat[0].name] = LEN
             elif isinstance(e, ir.Iota) and self.atom(e.n) == LEN:
@@ -104,13 +105,17 @@ class _Walk:
                 env = {p.name: Pos(0, 0) for p, a in zip(e.lam.params, e.arrs)
                        if a.name in iotas}
                 self.body(e.lam.body, env, stm.loc)
+                derived.update(v.name for v in stm.pat)
                 maps += 1
-            elif isinstance(e, ir.Assert) or not (set(free_vars(e)) & (
-                    self.arrays | set(self.val) | iotas)):
+            elif isinstance(e, ir.BinOp) and e.op in ("eq", "ne", "ge", "le") and \
+                    used and all(self.val.get(v) == LEN or v in checks for v in used):
+                checks.add(stm.pat[0].name)     # the translator's length checks
+            elif isinstance(e, ir.Assert) and used <= checks:
                 continue
-            else:
-                raise Undecided
-        if not maps:
+            elif used & (self.arrays | derived | iotas | set(self.val) | checks):
+                raise Undecided         # more than maps over the rows: not a stencil's shape
+        if not maps or not all(isinstance(a, ir.Var) and a.name in derived
+                               for a in self.fun.body.result):
             raise Undecided
         return self.need
 
@@ -148,6 +153,9 @@ class _Walk:
                    if isinstance(m, (Pos, End, Cmp)) or m == LEN}
         if isinstance(e, ir.AtomExp):
             return self.atom(e.atom, env) if not isinstance(e.atom, ir.Const) else None
+        if set(marked) & self.arrays and not (
+                isinstance(e, ir.Index) and isinstance(self.atom(e.idxs[0], env), Pos)):
+            raise Undecided             # a gather by data, a whole array passed on, ...
         if not special:
             if isinstance(e, ir.SOACS) or isinstance(e, (ir.If, ir.Loop)):
                 return None             # no position inside: nothing to check
@@ -203,6 +211,8 @@ class _Walk:
                 return End(-sign * y)
             if isinstance(x, End) and isint(y):
                 return End(x.c - sign * y)
+            if x is None or y is None:
+                raise Undecided         # i + s with s from data or a parameter
         if e.op in _CMP:
             op, (a, b) = e.op, (x, y)
             if not isinstance(a, Pos):

@@ -160,3 +160,10 @@ def step_first(xs: ps.Array[ps.i32]) -> tuple[ps.Array[ps.i32], ps.Array[bool]]:
 def periodic_diff(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
     """xs[i - 1] at i = 0 is the last element (Python): needs the whole array."""
     return ps.tabulate(len(xs), lambda i: xs[i] - xs[i - 1])
+
+
+@ps.entry
+def shifted(s: ps.i64, xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """Reads row i + s (clamped): the reach is a parameter's, not derivable."""
+    n = len(xs)
+    return ps.tabulate(n, lambda i: xs[min(max(i + s, 0), n - 1)])

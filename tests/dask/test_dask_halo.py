@@ -92,8 +92,69 @@ def test_what_a_halo_cannot_help(wrappers):
         psd.partition(w.weighted_by_position, halo=5)
     with pytest.raises(psd.NotPartitionable, match="wraps"):
         psd.partition(w.periodic_diff, halo=1)
+    # a reach read from a parameter: not derived, the stated halo is trusted
+    assert "trusted" in psd.partition(w.shifted, halo=3).plan.notes[0]
+    with pytest.raises(psd.NotPartitionable, match="auto"):
+        psd.partition(w.shifted, halo="auto")
     with pytest.raises(ShapeError):               # a filter's rows are not the chunk's
         psd.run(w.positives, da.from_array(np.array([1, -1, 2], np.int32), chunks=1),
                 halo=1).compute(scheduler="sync")
     assert "map_overlap" in psd.explain(w.blur2, halo=2)
     assert "halo=k" in psd.explain(w.blur2)
+
+
+def _derived_stencils():
+    """(module, entry, cases) of every conformance entry the analysis
+    refuses alone and whose halo reach.py derives (picked by structure)."""
+    from pyshark import testing
+    from pyshark.dask.plan import NotPartitionable, analyse, prepare, stencil
+    from pyshark.translate import translate_source
+    out = []
+    for module in testing.find_modules(testing.conformance_dir()):
+        try:
+            program = prepare(translate_source(module.read_text(), str(module)))
+        except Exception:           # a module the corpus expects to fail: not ours
+            continue
+        cases = testing.load_cases(module)
+        for name in program.entries:
+            try:
+                analyse(program, name)
+                continue
+            except NotPartitionable:
+                pass
+            try:
+                stencil(program, name, "auto")
+            except NotPartitionable:
+                continue
+            mine = [c for c in cases if c.entry == name]
+            if mine:
+                out.append(pytest.param(module, name, mine, id=f"{module.stem}::{name}"))
+    return out
+
+
+@pytest.mark.parametrize("module,name,cases", _derived_stencils())
+@pytest.mark.parametrize("backend", ["cpu", "python"])
+def test_conformance_stencils_equal_python_mode(module, name, cases, backend):
+    from pyshark import testing
+    from pyshark.wrapper import convert
+    w = testing.compiled_wrapper(module, backend)
+    entry = psd.partition(w, name, halo="auto")
+    checked = 0
+    for case in cases:
+        reference = testing.run_case(testing.compiled_wrapper(module, "python"), case)
+        try:
+            canon = convert.bind_args(w.entry(name), list(case.args), {})
+        except Exception:
+            continue
+        n = canon[entry.plan.array_params[0]].shape[0]
+        for chunks in _chunkings(n, entry.plan.halo):
+            args = [da.from_array(a, chunks=(chunks,) + a.shape[1:])
+                    if i in entry.plan.array_params else a for i, a in enumerate(canon)]
+            try:
+                outcome = testing.Outcome(value=entry(*args).compute(scheduler="sync"))
+            except Exception as exc:
+                outcome = testing.Outcome(error=exc)
+            msg = testing.check_against_python(outcome, reference)
+            assert msg is None, f"{case.id} chunks={chunks}: {msg}"
+            checked += 1
+    assert checked
