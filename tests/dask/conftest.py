@@ -64,7 +64,7 @@ def cluster():
         "nthreads": 1, "silence_logs": logging.ERROR,
         "env": {"PYSHARK_CACHE_DIR": caches[i], "OMP_NUM_THREADS": "1"}}}
         for i in range(2)}
-    scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
     with SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR) as sc, \
             Client(sc) as client:
         client.wait_for_workers(2)
