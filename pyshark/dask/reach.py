@@ -153,13 +153,11 @@ class _Walk:
                    if isinstance(m, (Pos, End, Cmp)) or m == LEN}
         if isinstance(e, ir.AtomExp):
             return self.atom(e.atom, env) if not isinstance(e.atom, ir.Const) else None
-        if set(marked) & self.arrays and not (
-                isinstance(e, ir.Index) and isinstance(self.atom(e.idxs[0], env), Pos)):
+        if set(marked) & self.arrays and not (isinstance(e, ir.Index) and e.idxs and isinstance(
+                self.atom(e.idxs[0], env), (Pos, End, int))):
             raise Undecided             # a gather by data, a whole array passed on, ...
-        if not special:
-            if isinstance(e, ir.SOACS) or isinstance(e, (ir.If, ir.Loop)):
-                return None             # no position inside: nothing to check
-            return None
+        if not special and not isinstance(e, ir.Index):
+            return None                 # no position or length read: nothing to check
         if isinstance(e, ir.BinOp):
             return self.binop(e, env, loc)
         if isinstance(e, ir.Select):
@@ -178,7 +176,7 @@ class _Walk:
                                  f"max(i - {-p.lo}, 0))", loc)
                 self.need = max(self.need, abs(p.lo), abs(p.hi))
                 return None
-            if isinstance(p, (int, End)) and not isinstance(p, bool):
+            if isinstance(p, (int, End)):
                 raise Refuse("every row reads one fixed row of the array (an index that "
                              "does not follow the row's position): a chunk has its own "
                              "rows there", loc)

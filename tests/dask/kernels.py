@@ -167,3 +167,9 @@ def shifted(s: ps.i64, xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
     """Reads row i + s (clamped): the reach is a parameter's, not derivable."""
     n = len(xs)
     return ps.tabulate(n, lambda i: xs[min(max(i + s, 0), n - 1)])
+
+
+@ps.entry
+def minus_first(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """Every row reads row 0: no halo runs it."""
+    return ps.tabulate(len(xs), lambda i: xs[i] - xs[0])

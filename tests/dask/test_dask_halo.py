@@ -92,6 +92,8 @@ def test_what_a_halo_cannot_help(wrappers):
         psd.partition(w.weighted_by_position, halo=5)
     with pytest.raises(psd.NotPartitionable, match="wraps"):
         psd.partition(w.periodic_diff, halo=1)
+    with pytest.raises(psd.NotPartitionable, match="fixed row"):
+        psd.partition(w.minus_first, halo=1)
     # a reach read from a parameter: not derived, the stated halo is trusted
     assert "trusted" in psd.partition(w.shifted, halo=3).plan.notes[0]
     with pytest.raises(psd.NotPartitionable, match="auto"):
