@@ -6,6 +6,7 @@ own core IR.
 
     xs = da.random.random(10**9, chunks=10**7).astype("f4")
     ys = psd.run(w.saxpy, 2.0, xs, xs)       # a map: lazy, one task per chunk
+    zs = psd.run(w.smooth, xs, halo=1)       # a stencil: map_overlap, 1 row of halo
     total = psd.run(w.dot, xs, xs)           # a reduction: a tree of compiled combines
     total.compute()
 
@@ -30,7 +31,8 @@ __all__ = ["partition", "run", "explain", "DaskEntry", "NotPartitionable", "Plan
 
 
 def partition(entry, name: str | None = None, *, device=None, num_threads: int | None = None,
-              client=None, split_every: int | None = None) -> "DaskEntry":
+              client=None, split_every: int | None = None,
+              halo: int | str | None = None) -> "DaskEntry":
     """A DaskEntry for `entry`: a Wrapper's entry attribute (`w.saxpy`), a
     `@pyshark.jit` function, or a Wrapper with the entry's `name`.
 
@@ -40,10 +42,16 @@ def partition(entry, name: str | None = None, *, device=None, num_threads: int |
     several workers on one machine give cores // workers). `client`: the
     distributed Client whose workers receive the compiled modules by plugin
     (default: the default client, if any). `split_every`: the fan-in of the
-    reduction tree (dask.array.reduction's)."""
+    reduction tree (dask.array.reduction's). `halo`: the entry is a map
+    whose row i reads rows up to `halo` away (a stencil): each chunk runs
+    extended by that many neighbour rows on each side (dask.array.
+    map_overlap, none past the arrays' ends, where the entry sees the real
+    ends), the extension trimmed off; "auto": the reach derived from the
+    index expressions (reach.py), which also refuses a smaller stated halo;
+    where it cannot be derived the stated one is trusted (docs/dask.md)."""
     from .entry import DaskEntry
     return DaskEntry(entry, name, device=device, num_threads=num_threads, client=client,
-                     split_every=split_every)
+                     split_every=split_every, halo=halo)
 
 
 def run(entry, *args, **options):
@@ -51,10 +59,10 @@ def run(entry, *args, **options):
     return partition(entry, **options)(*args)
 
 
-def explain(entry, name: str | None = None) -> str:
+def explain(entry, name: str | None = None, *, halo: int | str | None = None) -> str:
     """How pyshark.dask runs the entry (or why it cannot)."""
     try:
-        p = partition(entry, name).plan
+        p = partition(entry, name, halo=halo).plan
     except NotPartitionable as exc:
         return f"not partitionable: {exc}"
     return f"{p.entry}: {p.explain()}"

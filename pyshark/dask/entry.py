@@ -11,6 +11,8 @@ graph (graph.py): nothing is computed until the user asks.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from pyshark.core.types import SArray, SScalar, STuple, stype_base, stype_rank
@@ -18,7 +20,15 @@ from pyshark.errors import ShapeError
 
 from . import derive
 from .library import compile_derived, pack
-from .plan import NotPartitionable, analyse, prepare
+from .plan import NotPartitionable, analyse, prepare, stencil
+
+
+@lru_cache(maxsize=16)
+def _program(text: str, filename: str):
+    """The module translated and prepared for the analysis, once per source
+    (the IR is immutable: entries of one module share it)."""
+    from pyshark.translate import translate_source
+    return prepare(translate_source(text, filename))
 
 
 def find_wrapper(entry, name: str | None):
@@ -56,8 +66,7 @@ class DaskEntry:
     """An entry ready to run on Dask; call it like the entry itself."""
 
     def __init__(self, entry, name=None, *, device=None, num_threads=None, client=None,
-                 split_every=None):
-        from pyshark.translate import translate_source
+                 split_every=None, halo=None):
         self.wrapper, self.name = find_wrapper(entry, name)
         w = self.wrapper
         self.entry = w.entry(self.name)
@@ -66,7 +75,9 @@ class DaskEntry:
             raise NotPartitionable(f"pyshark.dask: entry {self.name!r} was loaded from a build "
                                    f"output without its source; compile it from source")
         filename, text = source
-        self.plan = analyse(prepare(translate_source(text, filename)), self.name)
+        program = _program(text, filename)
+        self.plan = analyse(program, self.name) if halo is None else \
+            stencil(program, self.name, halo)
         rt = dict(w.runtime_options)
         rt.pop("device_arrays", None)
         if device is not None:
@@ -130,8 +141,9 @@ class DaskEntry:
                   else x.rechunk((chunks0,) + (-1,) * (x.ndim - 1)) for x in arrays]
         refs = self._ship()
         kind = self.plan.kind
-        if kind == "map":
-            inner = self._probe(args, order)[0][1:] if any(
+        if kind in ("map", "map_overlap"):
+            # a stencil's inner sizes need a row (tabulate over 0 rows has none)
+            inner = self._probe(args, order, int(kind == "map_overlap"))[0][1:] if any(
                 r > 1 for r in self.plan.result_ranks) else ()
             out = graph.map_graph(self.plan, refs[0], self.runtime, order, scalars, arrays,
                                   self.dtypes, inner)
@@ -145,15 +157,15 @@ class DaskEntry:
                                    arrays, self.dtypes)
         return out if isinstance(self.entry.ret, STuple) else out[0]
 
-    def _probe(self, args, order) -> list[tuple]:
-        """The shapes of the entry's results on zero rows (run on the
-        client): the inner dimensions of a map's results, the length of a
-        histogram."""
+    def _probe(self, args, order, rows: int = 0) -> list[tuple]:
+        """The shapes of the entry's results on `rows` rows of zeros (run on
+        the client): the inner dimensions of a map's results, the length of
+        a histogram."""
         zero = []
         for a, p, is_arr in zip(args, self.entry.params, order):
             if is_arr:
                 base = stype_base(p.stype)
-                zero.append(np.zeros((0,) + tuple(a.shape[1:]), dtype=base.t.dtype))
+                zero.append(np.zeros((rows,) + tuple(a.shape[1:]), dtype=base.t.dtype))
             else:
                 zero.append(a)
         out = getattr(self.wrapper, self.name)(*zero)

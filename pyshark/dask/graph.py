@@ -13,6 +13,13 @@ row.
 
 - map: one blockwise task per chunk; an entry with several results gives
   them as one array of a structured dtype, split into fields.
+- map_overlap (a map with a stated halo k): Dask's own overlap (dask.array.
+  overlap.overlap, boundary "none") extends each chunk by k rows of its
+  neighbours, after a rechunk that leaves no chunk smaller than k (Dask's
+  rule: the halo comes from the adjacent chunk only) and no empty one; the
+  same blockwise task runs on the extended chunks; trim_internal cuts the k
+  rows off again on inner sides only. This is dask.array.map_overlap's
+  composition, spelled out for several arrays and structured results.
 - reduce / reduce_by_index: one blockwise task per chunk gives the chunk's
   partial result (a 1-element array, or a 1 x m row of a histogram; a
   structured dtype for tuples), then dask.array.reduction runs the combine
@@ -157,17 +164,54 @@ def _inputs(arrays: list) -> list:
     return out
 
 
+def halo_chunks(chunks: tuple, halo: int) -> tuple:
+    """Chunks of the same rows where every chunk has >= halo rows (Dask's
+    overlap takes the halo from the neighbouring chunk only), no empty
+    chunk, and one chunk when the arrays are shorter than the halo:
+    too-small chunks join their neighbours (dask.array.overlap.
+    ensure_minimum_chunksize)."""
+    from dask.array.overlap import ensure_minimum_chunksize
+    n = sum(chunks)
+    kept = tuple(c for c in chunks if c)
+    if n <= halo or not kept:
+        return (n,)
+    return ensure_minimum_chunksize(halo, kept)
+
+
+def overlapped(arrays: list, halo: int) -> list:
+    """The arrays rechunked (halo_chunks) and each chunk extended by `halo`
+    rows of its neighbours along dimension 0, none past the arrays' ends
+    (boundary "none": the first and last chunk see the real ends)."""
+    chunks = halo_chunks(arrays[0].chunks[0], halo)
+    out = []
+    for x in arrays:
+        x = x.rechunk((chunks,) + (-1,) * (x.ndim - 1))
+        depth = {0: halo, **{d: 0 for d in range(1, x.ndim)}}
+        out.append(x if len(chunks) == 1 else        # one chunk: nothing to share
+                   da.overlap.overlap(x, depth=depth, boundary="none", allow_rechunk=False))
+    return out
+
+
 def map_graph(plan: Plan, ref: LibraryRef, runtime: tuple, order, scalars, arrays,
               dtypes, inner: tuple):
-    """The results of a "map" plan: Dask arrays chunked as arrays[0]."""
+    """The results of a "map" or "map_overlap" plan: Dask arrays chunked as
+    arrays[0] (a map) or as halo_chunks of it (map_overlap: each task gets
+    its chunk extended by plan.halo rows on each side, and its results are
+    trimmed back to the chunk's rows, dask.array.overlap.trim_internal)."""
     dtype = struct_dtype(dtypes)
     rank = len(inner) + 1
+    halo = plan.halo if plan.kind == "map_overlap" else 0
+    if halo:
+        arrays = overlapped(arrays, halo)
     out_ind = "i" + "".join(chr(ord("A") + d) for d in range(rank - 1))
     new_axes = {out_ind[1 + d]: n for d, n in enumerate(inner)}
     func = partial(_map_block, ref, runtime, plan.entry, order, tuple(scalars), dtype, inner)
     res = da.blockwise(func, out_ind, *_inputs(arrays), new_axes=new_axes, dtype=dtype,
                        concatenate=True, align_arrays=False, meta=np.empty((0,) * rank, dtype=dtype),
                        name=f"pyshark-{plan.entry}-" + _token(ref, runtime, scalars, arrays))
+    if halo:
+        res = da.overlap.trim_internal(res, {0: halo, **{d: 0 for d in range(1, rank)}},
+                                       boundary="none")
     if dtype.names is None:
         return (res,)
     return tuple(res.map_blocks(_field, name, dtype=dtypes[j], meta=np.empty(

@@ -52,7 +52,7 @@ class NotPartitionable(ValueError):
 
 CHUNK, LEN, UNIFORM, LENCHECK, INDEX = "chunk", "len", "uniform", "lencheck", "index"
 REDUCED, SCANNED, HIST = "reduced", "scanned", "hist"
-KINDS = ("map", "reduce", "scan", "reduce_by_index")
+KINDS = ("map", "reduce", "scan", "reduce_by_index", "map_overlap")
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ class Plan:
     needs: tuple[int, ...] = ()
     acc_types: tuple[ScalarType, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    halo: int = 0
 
     @property
     def op(self):
@@ -102,6 +103,10 @@ class Plan:
             "reduce_by_index": "histogram: the entry runs per chunk (partial histograms), "
                                "combined element-wise in a tree (dask.array.reduction) by a "
                                "compiled reduce of the operator",
+            "map_overlap": f"map with a stated halo of {self.halo} rows (dask.array."
+                           f"map_overlap): the entry runs per chunk extended by up to "
+                           f"{self.halo} neighbour rows on each side (none past the arrays' "
+                           f"ends), the extension trimmed from its results",
         }[self.kind]
 
 
@@ -116,6 +121,68 @@ def analyse(program: ir.Program, name: str) -> Plan:
     """The Plan of entry `name` of a translated program that `inline` and
     `simplify` have run on (prepare() does both); NotPartitionable when
     the entry cannot be partitioned."""
+    where, fun, arrays, scalars = _signature(program, name)
+    return _Analysis(where, fun, arrays, scalars, name).run()
+
+
+def stencil(program: ir.Program, name: str, halo: int) -> Plan:
+    """The Plan of entry `name` run with a stated halo (issue 19's
+    map_overlap): its results are arrays whose row i is computed from rows
+    i - halo .. i + halo of the array parameters (and the scalars), the
+    entry handling the arrays' ends itself. reach.py derives how far rows
+    read when the index expressions are i + d, clamped (a smaller halo is
+    refused, halo="auto" takes it), and refuses absolute positions and
+    wrapping negative indices; where it cannot decide, the stated halo is
+    trusted. Also checked: array parameters and results,
+    results of rank >= 1 (row-aligned: each chunk's result rows are
+    checked against its rows when it runs), and an entry that the analysis
+    finds to be a reduction, scan or histogram is refused (a halo does not
+    make its pieces combine). A plain map gets kind "map" (no halo needed)."""
+    auto = halo == "auto"
+    if not auto and (not isinstance(halo, int) or isinstance(halo, bool) or halo < 0):
+        raise ValueError(f"pyshark.dask: halo must be an int >= 0 or 'auto', not {halo!r}")
+    where, fun, arrays, scalars = _signature(program, name)
+    try:
+        plan = _Analysis(where, fun, arrays, scalars, name).run()
+    except NotPartitionable:
+        plan = None
+    if plan is not None and plan.kind == "map":
+        return plan
+    if plan is not None:
+        raise NotPartitionable(f"{where}: halo= applies to maps over the leading dimension "
+                               f"(results row-aligned with the arrays); this entry is a "
+                               f"{plan.kind}, run it without halo=")
+    res = fun.body.result
+    if any(not isinstance(a.type, ArrayType) for a in res):
+        raise NotPartitionable(f"{where}: halo= applies to maps over the leading dimension; "
+                               f"this entry returns a scalar (results must be arrays, row i "
+                               f"for row i of the arrays)")
+    from .reach import Refuse, reach
+    try:
+        need = reach(fun, tuple(arrays))
+    except Refuse as exc:
+        at = f" at {exc.loc}" if exc.loc is not None else ""
+        raise NotPartitionable(f"{where} cannot run chunk by chunk with a halo{at}: "
+                               f"{exc.why}") from None
+    if auto:
+        if need is None:
+            raise NotPartitionable(f"{where}: halo='auto' could not derive how far a row "
+                                   f"reads (an index that is not i + d, clamped); state it: "
+                                   f"halo=k")
+        halo = need
+    elif need is not None and need > halo:
+        raise NotPartitionable(f"{where}: a row reads (or compares its position with) rows "
+                               f"up to {need} away, more than halo={halo}: pass halo={need}")
+    note = f"reach {need} derived from the index expressions" if need is not None else \
+        "reach not derived (the stated halo is trusted)"
+    ranks = tuple(a.type.rank for a in res)
+    return Plan("map_overlap", name, fun, tuple(arrays), tuple(scalars), ranks, halo=halo,
+                notes=(note,))
+
+
+def _signature(program: ir.Program, name: str):
+    """(where, fun, array param indices, scalar param indices), or
+    NotPartitionable for parameters and results Dask arrays cannot carry."""
     entry = program.entries[name]
     fun = program.entry_fun(name)
     where = f"entry {name!r}"
@@ -145,7 +212,7 @@ def analyse(program: ir.Program, name: str) -> Plan:
                                f"partitionable")
     if not arrays:
         raise NotPartitionable(f"{where}: it has no array parameter to partition")
-    return _Analysis(where, fun, arrays, scalars, name).run()
+    return where, fun, arrays, scalars
 
 
 def prepare(program: ir.Program) -> ir.Program:
@@ -157,8 +224,9 @@ def prepare(program: ir.Program) -> ir.Program:
 
 
 _HINT_GATHER = ("a map whose function reads whole arrays by index (a stencil or a gather) "
-                "needs its neighbours: run it with dask.array.map_overlap and a stated halo, "
-                "or pass the shifted arrays as parameters")
+                "needs its neighbours: when row i reads rows up to k away, state it: "
+                "pyshark.dask.run(entry, *args, halo=k) (dask.array.map_overlap), or pass "
+                "the shifted arrays as parameters")
 
 
 class _Analysis:

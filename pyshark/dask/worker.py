@@ -14,7 +14,8 @@ device (opencl), where a list of devices gives worker i (its Dask name, an
 int on a LocalCluster or with `dask worker --name i`) devices[i % len]:
 one GPU per worker.
 
-`STATS` counts installs, loads and cache hits of this process (the tests
+`STATS` counts registrations (libraries a plugin delivered), installs,
+loads and cache hits of this process (the tests
 read it on each worker to check that a library is loaded once).
 """
 from __future__ import annotations
@@ -34,6 +35,7 @@ _INSTALLED: dict[str, Library] = {}
 def register(library: Library) -> None:
     """Keeps a Library a worker plugin delivered, and installs it on disk."""
     _INSTALLED[library.key] = library
+    STATS["registered"] += 1
     install(library)
 
 
@@ -130,5 +132,8 @@ def call(ref: LibraryRef, runtime: tuple, name: str, args: list):
 
 
 def stats() -> dict:
-    """This process's counts (installs, loads, hits, calls) and the keys loaded."""
-    return {**STATS, "loaded": sorted({k[0] for k in _LOADED})}
+    """This process's counts (registered, installs, loads, hits, calls), the
+    keys of the modules loaded and of those a worker plugin delivered, the
+    classes of the loaded modules (NativeModule: opencl's native host)."""
+    return {**STATS, "loaded": sorted({k[0] for k in _LOADED}), "received": sorted(_INSTALLED),
+            "module_types": sorted({type(m).__name__ for m in _LOADED.values()})}

@@ -1,6 +1,7 @@
 """Fixtures of the pyshark.dask tests: the entries' module, a compiled
-Wrapper per backend, and one real distributed LocalCluster (2 worker
-processes, one thread each) for the tests that ask for it, started once.
+Wrapper per backend, and one real distributed cluster (2 worker
+processes, one thread each, a cache directory each) for the tests that ask
+for it, started once.
 
 Without dask/distributed the tests that need them are skipped with the
 reason, except under CI=true (CI installs `.[test]`, which has them):
@@ -8,6 +9,7 @@ there a missing dask fails the run.
 """
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -48,15 +50,24 @@ def wrappers():
 
 @pytest.fixture(scope="session")
 def cluster():
-    """A LocalCluster of 2 worker processes (threads_per_worker=1) whose
-    workers have a PyShark cache directory of their own, empty at start:
-    every compiled module must reach them through pyshark.dask."""
+    """A cluster of 2 worker processes (one thread each, Dask names 0 and
+    1, as a LocalCluster's) where each worker has a PyShark cache directory
+    of its own, empty at start: every compiled module must reach each
+    worker through pyshark.dask. (A LocalCluster gives all its workers one
+    environment, so one shared cache: the worker that installs a module
+    second would find it on disk, and what each worker received could not
+    be told apart.)"""
     need_dask()
-    from distributed import Client, LocalCluster
-    cache = tempfile.mkdtemp(prefix="pyshark-dask-workers-")
-    env = {"PYSHARK_CACHE_DIR": cache, "OMP_NUM_THREADS": "1"}
-    with LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                      dashboard_address=None, env=env) as lc, Client(lc) as client:
+    from distributed import Client, Nanny, Scheduler, SpecCluster
+    caches = [tempfile.mkdtemp(prefix=f"pyshark-dask-worker{i}-") for i in range(2)]
+    workers = {i: {"cls": Nanny, "options": {
+        "nthreads": 1, "silence_logs": logging.ERROR,
+        "env": {"PYSHARK_CACHE_DIR": caches[i], "OMP_NUM_THREADS": "1"}}}
+        for i in range(2)}
+    scheduler = {"cls": Scheduler, "options": {"dashboard": False, "dashboard_address": ":0"}}
+    with SpecCluster(workers=workers, scheduler=scheduler, silence_logs=logging.ERROR) as sc, \
+            Client(sc) as client:
         client.wait_for_workers(2)
         yield client
-    shutil.rmtree(cache, ignore_errors=True)
+    for cache in caches:
+        shutil.rmtree(cache, ignore_errors=True)

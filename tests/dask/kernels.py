@@ -130,3 +130,46 @@ def add_into(dest: ps.Array[ps.f32], idx: ps.Array[ps.i64], ws: ps.Array[ps.f32]
 @ps.entry
 def sum_and_max(xs: ps.Array[ps.i64]) -> tuple[ps.i64, ps.i64]:
     return (ps.sum(xs), ps.reduce(max, ps.lowest(ps.i64), xs))
+
+
+# -- stencils: not partitionable alone, maps with a stated halo -----------
+
+@ps.entry
+def blur2(w: ps.f64, xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """Reads rows i - 2 .. i + 2 (clamped at the ends): halo 2."""
+    n = len(xs)
+    return ps.tabulate(n, lambda i: w * xs[max(i - 2, 0)] + xs[max(i - 1, 0)] + xs[i]
+                       + xs[min(i + 1, n - 1)] + w * xs[min(i + 2, n - 1)])
+
+
+@ps.entry
+def diff_rows(xss: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.Array[ps.i64]]:
+    """Row i minus row i - 1 (row 0 minus itself): halo 1, rank 2."""
+    return ps.tabulate(len(xss), lambda i: ps.map(lambda a, b: a - b, xss[i],
+                                                  xss[max(i - 1, 0)]))
+
+
+@ps.entry
+def step_first(xs: ps.Array[ps.i32]) -> tuple[ps.Array[ps.i32], ps.Array[bool]]:
+    """x[i] - x[i - 1] and whether row i is the first: halo 1, two results
+    (i == 0 is the distance to the array's start, which a halo keeps)."""
+    return ps.unzip(ps.tabulate(len(xs), lambda i: (xs[i] - xs[max(i - 1, 0)], i == 0)))
+
+
+@ps.entry
+def periodic_diff(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """xs[i - 1] at i = 0 is the last element (Python): needs the whole array."""
+    return ps.tabulate(len(xs), lambda i: xs[i] - xs[i - 1])
+
+
+@ps.entry
+def shifted(s: ps.i64, xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """Reads row i + s (clamped): the reach is a parameter's, not derivable."""
+    n = len(xs)
+    return ps.tabulate(n, lambda i: xs[min(max(i + s, 0), n - 1)])
+
+
+@ps.entry
+def minus_first(xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
+    """Every row reads row 0: no halo runs it."""
+    return ps.tabulate(len(xs), lambda i: xs[i] - xs[0])

@@ -1,9 +1,11 @@
-"""pyshark.dask on a real distributed LocalCluster (2 worker processes,
-one thread each, their own empty PyShark cache): every plan computes what
-the entry gives on the whole arrays, each worker loads each module once
-(the modules reach it by plugin, not per task), and a worker killed
-mid-run does not lose the computation (Dask retries its tasks; the
-restarted worker gets the modules again from the plugin)."""
+"""pyshark.dask on a real distributed cluster (2 worker processes, one
+thread each, each its own PyShark cache, empty at start): every plan
+computes what the entry gives on the whole arrays, each worker loads each
+module once (the modules reach it by plugin, not per task), and a worker
+killed mid-run does not lose the computation (Dask computes its lost
+results again; the restarted worker gets the modules again from the
+plugin). No test here waits on a sleep: they wait on scheduler state and
+a distributed Event."""
 from __future__ import annotations
 
 import os
@@ -47,46 +49,88 @@ def test_every_plan_on_the_cluster(cluster, wrappers, backend):
 
 
 def test_each_worker_loads_each_module_once(cluster, wrappers):
+    """Counted on each worker around this test's own computations (the
+    counts of earlier tests, on whichever worker ran them, do not enter)."""
     w = wrappers["cpu"]
     entry = psd.partition(w.scaled_total)
+    keys = {lib.key for lib in entry.libraries}
+    assert len(keys) == 2                    # the entry's module and its combine step
     ks = np.arange(20_000)
+    before = cluster.run(worker.stats)
     for _ in range(2):
         total = entry(3, da.from_array(ks, chunks=500)).compute()
         assert total == 3 * ks.sum()
-    keys = {lib.key for lib in entry.libraries}
-    assert len(keys) == 2                    # the entry's module and its combine step
-    stats = cluster.run(worker.stats)
-    assert len(stats) == 2
-    for addr, s in stats.items():
-        assert s.get("installs", 0) >= 1, addr      # written from the plugin's bytes
-        mine = keys & set(s["loaded"])
-        assert mine, f"worker {addr} ran none of the tasks"
-        assert s["loads"] <= len(set(s["loaded"]))   # never the same module twice
-    calls = sum(s["calls"] for s in stats.values())
-    loads = sum(s["loads"] for s in stats.values())
-    assert calls >= 80 and calls > 10 * loads        # 40 chunks + combines, twice
+    after = cluster.run(worker.stats)
+    assert len(after) == 2 and set(after) == set(before)
+    calls = 0
+    for addr, s in after.items():
+        b = before[addr]
+        assert keys <= set(s["received"]), addr      # the plugin delivered both modules
+        fresh = keys - set(b["received"])        # (a combine step may be an earlier one's)
+        assert fresh, addr
+        assert s.get("installs", 0) - b.get("installs", 0) == len(fresh), addr  # own cache
+        mine = (keys & set(s["loaded"])) - set(b["loaded"])
+        # each module loaded once at most, on the first task that needs it
+        assert s.get("loads", 0) - b.get("loads", 0) == len(mine), addr
+        calls += s.get("calls", 0) - b.get("calls", 0)
+    assert calls >= 2 * (40 + 1)             # 40 chunks and >= 1 combine step, twice
+
+
+def _gate(block, event_name):
+    """A chunk that arrives once the test sets the distributed Event."""
+    from distributed import Event
+    Event(event_name).wait()
+    return block
+
+
+def _held_results(dask_scheduler, prefix):
+    """worker address -> the keys of our graph it holds results of."""
+    out: dict = {}
+    for ts in dask_scheduler.tasks.values():
+        name = ts.key[0] if isinstance(ts.key, tuple) else ts.key
+        if ts.state == "memory" and str(name).startswith(prefix):
+            for ws in ts.who_has:
+                out.setdefault(ws.address, []).append(str(ts.key))
+    return out
 
 
 def test_a_killed_worker_loses_nothing(cluster, wrappers):
+    """Deterministic, not timed: the last chunk is held back by a
+    distributed Event, so the reduction cannot finish; once a worker holds
+    finished partial results of the graph (the scheduler says so), that
+    worker's process is killed, then the gate opens. The lost partials are
+    computed again (on the restarted worker, which gets the modules from
+    the plugin again, or on the other) and the total is still exact."""
+    import uuid
+
+    import dask
+    from distributed import Event
     w = wrappers["cpu"]
-    rounds = 400
-    xs = np.arange(400_000, dtype=np.int64)
+    rounds, chunk = 20, 5_000
+    xs = np.arange(10 * chunk, dtype=np.int64)
     want = w.slow_hash(rounds, xs)
-    t0 = time.perf_counter()
-    w.slow_hash(rounds, xs[:40_000])
-    per_chunk = time.perf_counter() - t0
-    future = cluster.compute(psd.run(w.slow_hash, rounds, da.from_array(xs, chunks=40_000)))
+    name = f"pyshark-test-gate-{uuid.uuid4().hex}"
+    gate = Event(name, client=cluster)
+    last = da.from_delayed(dask.delayed(_gate)(xs[-chunk:], name), (chunk,), xs.dtype)
+    dx = da.concatenate([da.from_array(xs[:-chunk], chunks=chunk), last])
+    future = cluster.compute(psd.run(w.slow_hash, rounds, dx))
     pids = cluster.run(os.getpid)
-    victim = sorted(pids)[0]
-    # wait until the computation runs on the cluster, then kill a worker process
-    deadline = time.time() + 60
-    while not any(cluster.processing().values()) and time.time() < deadline:
-        time.sleep(0.01)
-    time.sleep(min(per_chunk, 0.5))
-    assert not future.done(), "the computation ended before a worker could be killed"
+    deadline = time.time() + 120
+    held: dict = {}
+    while not held and time.time() < deadline:
+        held = cluster.run_on_scheduler(_held_results, prefix="pyshark-slow_hash")
+        time.sleep(0.05)
+    assert held, "no worker finished a chunk within 120 s"
+    victim = sorted(held)[0]
+    assert not future.done()                 # the gate holds the last chunk back
     os.kill(pids[victim], signal.SIGKILL)
+    gate.set()
     assert future.result(timeout=300) == want
-    cluster.wait_for_workers(2, timeout=60)
-    # the restarted worker got the modules from the plugin (its cache was empty)
-    again = psd.run(w.slow_hash, rounds, da.from_array(xs[:80_000], chunks=20_000))
-    assert cluster.compute(again, sync=True) == w.slow_hash(rounds, xs[:80_000])
+    cluster.wait_for_workers(2, timeout=120)
+    now = cluster.run(os.getpid)
+    new = [addr for addr, pid in now.items() if pid not in pids.values()]
+    assert len(new) == 1 and pids[victim] not in now.values()   # the nanny's new process
+    # the restarted worker got the modules delivered so far from the plugin
+    assert cluster.run(worker.stats, workers=new)[new[0]].get("registered", 0) >= 2
+    again = psd.run(w.slow_hash, rounds, da.from_array(xs[:4 * chunk], chunks=chunk))
+    assert cluster.compute(again, sync=True) == w.slow_hash(rounds, xs[:4 * chunk])
