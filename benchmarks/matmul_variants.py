@@ -66,8 +66,17 @@ def copy1(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
 
 VARIANTS = {
     "new": {},
+    "old": {"DBUF": False, "SMALL": 0},                 # main before branch matmul2
+    "dbuf": {"SMALL": 0},
+    "small2": {"SMALL": 2},
+    "nodbuf_small": {"DBUF": False},
+    "tk8": {"TK_BY_SIZE": {1: (8,), 2: (8,), 4: (8,), 8: (8,)}},
+    # the whole program built with -cl-nv-maxrregcount=128 (two groups per SM;
+    # Python host code, which builds with the runtime's options)
+    "maxreg128": {"OPTS": ["-cl-nv-maxrregcount=128"]},
+    "old_maxreg128": {"DBUF": False, "SMALL": 0, "OPTS": ["-cl-nv-maxrregcount=128"]},
     "new_runs": {"RUNS": True},
-    "new_tk16": {"TKS": (16,)},
+    "tk16": {"TK_BY_SIZE": {1: (16,), 2: (16,), 4: (16,), 8: (16,)}},
     "new_noprefetch": {"PREFETCH": False},
     "new_r4": {"R_BY_SIZE": {1: 4, 2: 4, 4: 4, 8: 4}},
     "new_nofma": {"NOFMA": True},
@@ -134,9 +143,19 @@ def set_variant(spec: dict):
     from pyshark.codegen.gpu import tile2d
     from pyshark.codegen.kir_passes.contract import contract_products
     stages.CONTRACT = ("contract", (lambda m: m) if spec.get("NOFMA") else contract_products)
-    for k, v in {"PREFETCH": True, "R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 4}, "TKS": (8,),
-                 "PAD": 4, "RUNS": False}.items():
+    for k, v in {"PREFETCH": True, "R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 4}, "TK_BY_SIZE": {1: (16, 8), 2: (16, 8), 4: (16, 8), 8: (8,)},
+                 "PAD": 4, "RUNS": False, "DBUF": True, "SMALL": 1}.items():
         setattr(tile2d, k, spec.get(k, v))
+    from pyshark.codegen.opencl import runtime
+    dev = runtime.device()
+    base = getattr(dev, "_mmv_base_options", None)
+    if base is None:
+        base = dev._mmv_base_options = list(dev.build_options)
+    dev.build_options = base + list(spec.get("OPTS", []))
+    if spec.get("OPTS"):
+        os.environ["PYSHARK_OPENCL_HOST"] = "python"
+    else:
+        os.environ.pop("PYSHARK_OPENCL_HOST", None)
 
 
 def dump_kernel(cache: Path, name: str):
@@ -151,7 +170,8 @@ def dump_kernel(cache: Path, name: str):
     dev = runtime.device()
     try:
         prg = cl.Program(dev.ctx, src).build(
-            options=["-D", f"PYSHARK_NUM_THREADS={dev.nthreads}", "-cl-nv-verbose"])
+            options=["-D", f"PYSHARK_NUM_THREADS={dev.nthreads}", "-cl-nv-verbose"]
+            + [o for o in dev.build_options if o.startswith("-cl-nv")])
         blog = prg.get_build_info(dev.ctx.devices[0], cl.program_build_info.LOG)
         (OUT / f"{name}.buildlog.txt").write_text(blog)
         ptx = prg.get_info(cl.program_info.BINARIES)[0]
@@ -177,7 +197,8 @@ def pyshark_rows(variant: str, spec: dict, with_sum: bool):
     w = Wrapper("opencl", device_arrays=True, cache_dir=d / "cache")
     w.add_source_file(d / "mmv.py")
     m = w.compile_and_load()
-    log(f"{variant}: compiled in {time.perf_counter() - t0:.1f} s")
+    log(f"{variant}: compiled in {time.perf_counter() - t0:.1f} s, host "
+        f"{type(m.mm32).__module__}.{type(m.mm32).__name__}")
     dump_kernel(d / "cache", variant)
     q = runtime.device().queue
     rows = {}
