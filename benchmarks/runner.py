@@ -129,7 +129,7 @@ def select_cases(opts) -> list:
         raise ValueError(f"unknown size(s) {', '.join(bad)}; sizes: {', '.join(SIZES)}")
     if profile is not None and not sizes:
         return [(suite.BY_NAME[p], s) for p, s in profile.cases if p in programs]
-    return [(b, s) for b in benches for s in (sizes or suite.DEFAULT_SIZES)]
+    return [(b, s) for b in benches for s in (sizes or suite.DEFAULT_SIZES) if s in b.sizes]
 
 
 def _names(text: str | None) -> list[str] | None:
