@@ -23,17 +23,26 @@ block of R*TY x R*TX outputs, each work-item an R x R register block (R =
 work-item's rows are quads of q consecutive rows (16 bytes: q = 4 for f32,
 2 for f64), quad a // q at (a // q) * q * TY + ty * q, so its operands of
 one k are R / q 16-byte loads from local memory (one ld.shared.v4 each on
-NVIDIA). The k dimension is walked in chunks of TK = 8: the group copies
-X[i0:i0+bm, k0:k0+TK] and Y[j0:j0+bn, k0:k0+TK] into local memory k-major
-(rows of bm + PAD elements: 16-byte aligned, transposing stores on
-distinct banks), read one chunk ahead into registers (prefetch), a
-barrier, the fold of the chunk unrolled (R*R applications of g and op per
-2R/q loads; the kir `contract` pass makes a product and + one FMA), a
-barrier. Every output element is folded in index order over k, chunk after
-chunk, from the neutral element: the same association as the sequential
-fold (as gpu/segmap.py's n-body tiling). Rows and columns past the edge
-load a valid (clamped) row and store nothing; the last partial chunk loads
-and folds only what is left. Measurements: docs/opencl-backend.md.
+NVIDIA). The k dimension is walked in chunks of TK (16 for f32, 8 for
+f64: TK_BY_SIZE): the group copies X[i0:i0+bm, k0:k0+TK] and
+Y[j0:j0+bn, k0:k0+TK] into local memory k-major (rows of bm + PAD
+elements: 16-byte aligned, transposing stores on distinct banks), read one
+chunk ahead into registers (prefetch), a barrier, the fold of the chunk
+unrolled (R*R applications of g and op per 2R/q loads; the kir `contract`
+pass makes a product and + one FMA), a barrier. Where two copies of the
+tiles fit the target's local memory (DBUF), chunks alternate between them
+and each needs one barrier: chunk t+1 is stored into the other buffer
+after chunk t's fold (the classic double-buffered shared memory of CUDA
+SGEMM kernels). Every output element is folded in index order over k,
+chunk after chunk, from the neutral element: the same association as the
+sequential fold (as gpu/segmap.py's n-body tiling). Rows and columns past
+the edge load a valid (clamped) row and store nothing; the last partial
+chunk loads and folds only what is left.
+
+Two kernels for 4-byte elements: 128 x 128 blocks (R = 8) and 64 x 64 (R =
+4); the host launches the small one when the big blocks number fewer than
+SMALL x the compute units (NumThreads / 64), so that a 1024 x 1024 output
+(64 big blocks) still fills 132 SMs. Measurements: docs/opencl-backend.md.
 
 A work-group kernel may not fail: the width checks (Python mode's
 ShapeError when row and col differ in length) run on the host before the
