@@ -75,6 +75,8 @@ VARIANTS = {
     # "maxreg128" rows of 2026-11-26 ran there and were faster at every size,
     # though their build logs show the registers uncapped (187)
     "new_pyhost": {"HOST": "python"},
+    # two buffers of TK = 16 for the 128 x 128 blocks (33.8 KB of local memory)
+    "tk16_dbuf": {"LOCAL_MEM": 49152},
     "tk8_pyhost": {"TK_BY_SIZE": {1: (8,), 2: (8,), 4: (8,), 8: (8,)}, "HOST": "python"},
     # the whole program built with a register cap (two groups per SM; the
     # Python host code, which builds with the runtime's options); check the
@@ -152,7 +154,7 @@ def set_variant(spec: dict):
     from pyshark.codegen.kir_passes.contract import contract_products
     stages.CONTRACT = ("contract", (lambda m: m) if spec.get("NOFMA") else contract_products)
     for k, v in {"PREFETCH": True, "R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 4}, "TK_BY_SIZE": {1: (16, 8), 2: (16, 8), 4: (16, 8), 8: (8,)},
-                 "PAD": 4, "RUNS": False, "DBUF": True, "SMALL": 1}.items():
+                 "PAD": 4, "RUNS": False, "DBUF": True, "SMALL": 1, "LOCAL_MEM": 0}.items():
         setattr(tile2d, k, spec.get(k, v))
     from pyshark.codegen.opencl import runtime
     dev = runtime.device()

@@ -81,6 +81,9 @@ PAD = 4                 # local rows of bm + PAD elements: 16-byte aligned, and 
                         # transposing stores of a chunk hit distinct banks
 DBUF = True             # two local tiles of each matrix, used in turn: one barrier
                         # per chunk instead of two
+LOCAL_MEM = 0           # bytes of local memory the kernel may take; 0: the target's
+                        # (32 KiB); an experiment knob (matmul_variants.py "tk16_dbuf":
+                        # 48 KiB, NVIDIA's static limit, fits two buffers of TK = 16)
 SMALL = 1               # a block side of R = 4 (64 x 64 blocks for f32) when the R = 8
                         # blocks number fewer than SMALL x the compute units (1024 x
                         # 1024 makes 64 blocks of 128 x 128 for 132 SMs: 4 x 4
@@ -195,7 +198,7 @@ def _match(lw: Lowerer, e: ir.Map, env):
     tx = 1 << ((_log2(G) + 1) // 2)         # TY x TX work-items, TX >= TY
     ty = G // tx
     xs, ys = X.elem.dtype.itemsize, Y.elem.dtype.itemsize
-    budget = lw.options.target.local_mem
+    budget = LOCAL_MEM or lw.options.target.local_mem
     cfgs = []       # the block shapes that fit in local memory, biggest first
     big = R_BY_SIZE.get(max(xs, ys), 4)
     for r in (big, 4) if SMALL and big > 4 else (big,):
