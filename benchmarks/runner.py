@@ -453,7 +453,8 @@ def list_everything(limits) -> None:
     for b in suite.BENCHMARKS:
         print(f"  {b.name:14s} {b.about}")
         for s in SIZES:
-            print(f"      {s:7s} {b.label(s)}")
+            if s in b.sizes:
+                print(f"      {s:7s} {b.label(s)}")
     for prof in PROFILES.values():
         print(f"profile {prof.name}: {prof.about}")
         print("  cases: " + ", ".join(f"{p}/{s}" for p, s in prof.cases))
