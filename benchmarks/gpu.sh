@@ -23,7 +23,7 @@ names=(
     ""
     "1-streaming --programs saxpy,sum,dot,prefix_sum"
     "2-filter-histogram --programs filter,histogram,max_histogram"
-    "3-nbody-matmul --programs nbody,matmul"
+    "3-nbody-matmul --programs nbody,matmul,matmul_2048,matmul_f64,matmul_f64_2048"
     "4-grids --programs mandelbrot,hotspot,pathfinder,kmeans,blackscholes"
     "5-locvolcalib --programs locvolcalib,locvolcalib_outside"
     "6-compile --compile-report-only"

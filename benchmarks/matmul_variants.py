@@ -66,8 +66,27 @@ def copy1(xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
 
 VARIANTS = {
     "new": {},
+    "old": {"DBUF": False, "SMALL": 0},                 # main before branch matmul2
+    "dbuf": {"SMALL": 0},
+    "small2": {"SMALL": 2},
+    "nodbuf_small": {"DBUF": False},
+    "tk8": {"TK_BY_SIZE": {1: (8,), 2: (8,), 4: (8,), 8: (8,)}},
+    # the Python host code (pyopencl) instead of the native one: the
+    # "maxreg128" rows of 2026-11-26 ran there and were faster at every size,
+    # though their build logs show the registers uncapped (187)
+    "new_pyhost": {"HOST": "python"},
+    # two buffers of TK = 16 for the 128 x 128 blocks (33.8 KB of local memory)
+    "tk16_dbuf": {"LOCAL_MEM": 49152},
+    "tk8_pyhost": {"TK_BY_SIZE": {1: (8,), 2: (8,), 4: (8,), 8: (8,)}, "HOST": "python"},
+    # the whole program built with a register cap (two groups per SM; the
+    # Python host code, which builds with the runtime's options); check the
+    # build log's "Used N registers" to see whether the driver took it
+    "maxreg128": {"OPTS": ["-cl-nv-maxrregcount", "128"], "HOST": "python"},
+    "maxreg128eq": {"OPTS": ["-cl-nv-maxrregcount=128"], "HOST": "python"},
+    "old_maxreg128": {"DBUF": False, "SMALL": 0, "OPTS": ["-cl-nv-maxrregcount=128"],
+                      "HOST": "python"},
     "new_runs": {"RUNS": True},
-    "new_tk16": {"TKS": (16,)},
+    "tk16": {"TK_BY_SIZE": {1: (16,), 2: (16,), 4: (16,), 8: (16,)}},
     "new_noprefetch": {"PREFETCH": False},
     "new_r4": {"R_BY_SIZE": {1: 4, 2: 4, 4: 4, 8: 4}},
     "new_nofma": {"NOFMA": True},
@@ -134,9 +153,20 @@ def set_variant(spec: dict):
     from pyshark.codegen.gpu import tile2d
     from pyshark.codegen.kir_passes.contract import contract_products
     stages.CONTRACT = ("contract", (lambda m: m) if spec.get("NOFMA") else contract_products)
-    for k, v in {"PREFETCH": True, "R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 4}, "TKS": (8,),
-                 "PAD": 4, "RUNS": False}.items():
+    for k, v in {"PREFETCH": True, "R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 4}, "TK_BY_SIZE": {1: (16, 8), 2: (16, 8), 4: (16, 8), 8: (8,)},
+                 "PAD": 4, "RUNS": False, "DBUF": True, "SMALL": 1, "LOCAL_MEM": 0}.items():
         setattr(tile2d, k, spec.get(k, v))
+    from pyshark.codegen.opencl import runtime
+    dev = runtime.device()
+    base = getattr(dev, "_mmv_base_options", None)
+    if base is None:
+        base = dev._mmv_base_options = list(dev.build_options)
+    dev._mmv_extra = list(spec.get("OPTS", []))
+    dev.build_options = base + dev._mmv_extra
+    if spec.get("HOST") == "python":
+        os.environ["PYSHARK_OPENCL_HOST"] = "python"
+    else:
+        os.environ.pop("PYSHARK_OPENCL_HOST", None)
 
 
 def dump_kernel(cache: Path, name: str):
@@ -151,7 +181,8 @@ def dump_kernel(cache: Path, name: str):
     dev = runtime.device()
     try:
         prg = cl.Program(dev.ctx, src).build(
-            options=["-D", f"PYSHARK_NUM_THREADS={dev.nthreads}", "-cl-nv-verbose"])
+            options=["-D", f"PYSHARK_NUM_THREADS={dev.nthreads}", "-cl-nv-verbose"]
+            + list(getattr(dev, "_mmv_extra", [])))
         blog = prg.get_build_info(dev.ctx.devices[0], cl.program_build_info.LOG)
         (OUT / f"{name}.buildlog.txt").write_text(blog)
         ptx = prg.get_info(cl.program_info.BINARIES)[0]
@@ -177,7 +208,8 @@ def pyshark_rows(variant: str, spec: dict, with_sum: bool):
     w = Wrapper("opencl", device_arrays=True, cache_dir=d / "cache")
     w.add_source_file(d / "mmv.py")
     m = w.compile_and_load()
-    log(f"{variant}: compiled in {time.perf_counter() - t0:.1f} s")
+    from pyshark.codegen.opencl.backend import host_mode
+    log(f"{variant}: compiled in {time.perf_counter() - t0:.1f} s, {host_mode()} host code")
     dump_kernel(d / "cache", variant)
     q = runtime.device().queue
     rows = {}

@@ -38,7 +38,9 @@ GPU = Profile(
     cases=(
         ("saxpy", "large"), ("sum", "large"), ("dot", "large"), ("prefix_sum", "large"),
         ("filter", "large"), ("histogram", "large"), ("max_histogram", "large"),
-        ("matmul", "large"), ("nbody", "large"), ("mandelbrot", "medium"),
+        ("matmul", "medium"), ("matmul_2048", "large"), ("matmul", "large"),
+        ("matmul_f64", "medium"), ("matmul_f64_2048", "large"), ("matmul_f64", "large"),
+        ("nbody", "large"), ("mandelbrot", "medium"),
         ("hotspot", "medium"), ("pathfinder", "large"), ("kmeans", "medium"),
         ("blackscholes", "medium"), ("locvolcalib", "small"), ("locvolcalib", "medium"),
         ("locvolcalib_outside", "small"), ("locvolcalib_outside", "medium"),

@@ -129,7 +129,7 @@ def select_cases(opts) -> list:
         raise ValueError(f"unknown size(s) {', '.join(bad)}; sizes: {', '.join(SIZES)}")
     if profile is not None and not sizes:
         return [(suite.BY_NAME[p], s) for p, s in profile.cases if p in programs]
-    return [(b, s) for b in benches for s in (sizes or suite.DEFAULT_SIZES)]
+    return [(b, s) for b in benches for s in (sizes or suite.DEFAULT_SIZES) if s in b.sizes]
 
 
 def _names(text: str | None) -> list[str] | None:
@@ -453,7 +453,8 @@ def list_everything(limits) -> None:
     for b in suite.BENCHMARKS:
         print(f"  {b.name:14s} {b.about}")
         for s in SIZES:
-            print(f"      {s:7s} {b.label(s)}")
+            if s in b.sizes:
+                print(f"      {s:7s} {b.label(s)}")
     for prof in PROFILES.values():
         print(f"profile {prof.name}: {prof.about}")
         print("  cases: " + ", ".join(f"{p}/{s}" for p, s in prof.cases))

@@ -36,7 +36,8 @@ class Benchmark:
     name: str
     module: str                       # file stem in benchmarks/programs/
     entry: str                        # PyShark entry; also the peers' function name
-    sizes: dict                       # size name -> parameters
+    sizes: dict                       # size name -> parameters (tiny, and any of the others:
+                                      # a case at a size it lacks is not run)
     inputs: Callable                  # (params, rng) -> tuple of entry arguments
     nbytes: Callable | None = None    # params -> bytes that must move (for GB/s)
     flops: Callable | None = None     # (params, output) -> floating-point operations
@@ -148,6 +149,20 @@ BENCHMARKS = [
               lambda p, r: (_uniform(r, (p["n"], p["n"])), _uniform(r, (p["n"], p["n"]))),
               flops=lambda p, out: 2 * p["n"] ** 3, rtol=1e-4, atol=1e-4,
               about="n x n f32 matrices"),
+    Benchmark("matmul_2048", "matmul", "matmul", {"tiny": {"n": 16}, "large": {"n": 2048}},
+              lambda p, r: (_uniform(r, (p["n"], p["n"])), _uniform(r, (p["n"], p["n"]))),
+              flops=lambda p, out: 2 * p["n"] ** 3, rtol=1e-4, atol=1e-4,
+              about="n x n f32 matrices, the GPU's size between 1024 and 4096"),
+    Benchmark("matmul_f64", "matmul", "matmul_f64",
+              {"tiny": {"n": 16}, "small": {"n": 256}, "medium": {"n": 1024},
+               "large": {"n": 4096}},
+              lambda p, r: (r.random((p["n"], p["n"])), r.random((p["n"], p["n"]))),
+              flops=lambda p, out: 2 * p["n"] ** 3, rtol=1e-9, atol=1e-9,
+              about="n x n f64 matrices"),
+    Benchmark("matmul_f64_2048", "matmul", "matmul_f64", {"tiny": {"n": 16}, "large": {"n": 2048}},
+              lambda p, r: (r.random((p["n"], p["n"])), r.random((p["n"], p["n"]))),
+              flops=lambda p, out: 2 * p["n"] ** 3, rtol=1e-9, atol=1e-9,
+              about="n x n f64 matrices, the GPU's size between 1024 and 4096"),
     Benchmark("nbody", "nbody", "nbody_step",
               {"tiny": {"n": 64}, "small": {"n": 2048}, "medium": {"n": 16384},
                "large": {"n": 65536}},

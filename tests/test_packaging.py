@@ -1,7 +1,7 @@
-"""pyproject.toml lists every package folder of the repository: an installed
-PyShark (pip install ., as on the GPU machine) without one fails only when
-that package is first imported (pyshark.codegen.opencl.native was missing,
-and every opencl compile failed there)."""
+"""pyproject.toml lists every package of the source tree: a subpackage left
+out installs without its files (codegen/opencl/native was: the installed
+package then failed every opencl compile with ModuleNotFoundError), and a
+non-Python file a package reads at run time must be package data."""
 from __future__ import annotations
 
 import tomllib
@@ -10,21 +10,39 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _installed_as() -> dict:
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    return {"pyshark": ROOT / "pyshark", **{name: ROOT / d
-                                            for name, d in conf["package-dir"].items()}}, \
-        set(conf["packages"])
+def _config() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
 
 
-def test_every_package_folder_is_listed():
-    roots, listed = _installed_as()
-    found = set()
+def _folders() -> dict:
+    """dotted package name -> its folder, for every folder with an __init__.py
+    under the folders pyproject maps (package-dir) and pyshark/."""
+    cfg = _config()
+    roots = {"pyshark": ROOT / "pyshark"}
+    roots.update({name: ROOT / d for name, d in cfg.get("package-dir", {}).items()})
+    out = {}
     for name, folder in roots.items():
         for init in folder.rglob("__init__.py"):
             rel = init.parent.relative_to(folder)
-            if any(part.startswith((".", "_")) or part in ("results",) for part in rel.parts):
+            if any(p.startswith((".", "__")) for p in rel.parts):
                 continue
-            found.add(".".join((name,) + rel.parts))
-    missing = sorted(found - listed)
-    assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
+            out[".".join((name,) + rel.parts)] = init.parent
+    return out
+
+
+def test_every_package_is_listed():
+    listed = set(_config()["packages"])
+    missing = sorted(set(_folders()) - listed)
+    assert not missing, f"packages missing from pyproject.toml: {missing}"
+
+
+def test_the_native_runtime_source_is_package_data():
+    """Every C source and header of the native runtime matches a package-data
+    pattern (the runtime is compiled on the user's machine)."""
+    from fnmatch import fnmatch
+    patterns = _config()["package-data"]["pyshark.codegen.opencl.native"]
+    folder = _folders()["pyshark.codegen.opencl.native"]
+    sources = [f.name for f in folder.iterdir() if f.suffix in (".c", ".h")]
+    assert sources
+    missing = [n for n in sources if not any(fnmatch(n, p) for p in patterns)]
+    assert not missing, f"not package data in pyproject.toml: {missing}"

@@ -143,13 +143,16 @@ def max_histogram(bins, vals):
 def matmul(a, b):
     n, k = a.shape
     m = b.shape[1]
-    c = np.zeros((n, m), np.float32)
+    c = np.zeros((n, m), a.dtype)
     for i in prange(n):
         for p in range(k):
             aip = a[i, p]
             for j in range(m):
                 c[i, j] += aip * b[p, j]
     return c
+
+
+matmul_f64 = matmul
 
 
 @njit(parallel=True)

@@ -48,6 +48,9 @@ def matmul(a, b):
     return a @ b
 
 
+matmul_f64 = matmul
+
+
 def nbody_step(dt, eps, xs, ys, zs, ms, vxs, vys, vzs, block=1024, xp=np):
     eps2 = eps * eps
     n = len(xs)

@@ -23,17 +23,26 @@ block of R*TY x R*TX outputs, each work-item an R x R register block (R =
 work-item's rows are quads of q consecutive rows (16 bytes: q = 4 for f32,
 2 for f64), quad a // q at (a // q) * q * TY + ty * q, so its operands of
 one k are R / q 16-byte loads from local memory (one ld.shared.v4 each on
-NVIDIA). The k dimension is walked in chunks of TK = 8: the group copies
-X[i0:i0+bm, k0:k0+TK] and Y[j0:j0+bn, k0:k0+TK] into local memory k-major
-(rows of bm + PAD elements: 16-byte aligned, transposing stores on
-distinct banks), read one chunk ahead into registers (prefetch), a
-barrier, the fold of the chunk unrolled (R*R applications of g and op per
-2R/q loads; the kir `contract` pass makes a product and + one FMA), a
-barrier. Every output element is folded in index order over k, chunk after
-chunk, from the neutral element: the same association as the sequential
-fold (as gpu/segmap.py's n-body tiling). Rows and columns past the edge
-load a valid (clamped) row and store nothing; the last partial chunk loads
-and folds only what is left. Measurements: docs/opencl-backend.md.
+NVIDIA). The k dimension is walked in chunks of TK (16 for f32, 8 for
+f64: TK_BY_SIZE): the group copies X[i0:i0+bm, k0:k0+TK] and
+Y[j0:j0+bn, k0:k0+TK] into local memory k-major (rows of bm + PAD
+elements: 16-byte aligned, transposing stores on distinct banks), read one
+chunk ahead into registers (prefetch), a barrier, the fold of the chunk
+unrolled (R*R applications of g and op per 2R/q loads; the kir `contract`
+pass makes a product and + one FMA), a barrier. Where two copies of the
+tiles fit the target's local memory (DBUF), chunks alternate between them
+and each needs one barrier: chunk t+1 is stored into the other buffer
+after chunk t's fold (the classic double-buffered shared memory of CUDA
+SGEMM kernels). Every output element is folded in index order over k,
+chunk after chunk, from the neutral element: the same association as the
+sequential fold (as gpu/segmap.py's n-body tiling). Rows and columns past
+the edge load a valid (clamped) row and store nothing; the last partial
+chunk loads and folds only what is left.
+
+Two kernels for 4-byte elements: 128 x 128 blocks (R = 8) and 64 x 64 (R =
+4); the host launches the small one when the big blocks number fewer than
+SMALL x the compute units (NumThreads / 64), so that a 1024 x 1024 output
+(64 big blocks) still fills 132 SMs. Measurements: docs/opencl-backend.md.
 
 A work-group kernel may not fail: the width checks (Python mode's
 ShapeError when row and col differ in length) run on the host before the
@@ -58,7 +67,10 @@ from .common import HOSTABLE, PER_ITEM, can_fail, group_size, trial
 # the two matrices (8 x 8 f32 accumulators and 16 operands fit the 255
 # registers of an NVIDIA thread; 8 x 8 f64 would not)
 R_BY_SIZE = {1: 8, 2: 8, 4: 8, 8: 4}
-TKS = (8,)              # k-chunk lengths, the longest that fits in local memory
+# k-chunk lengths by element size, the first that fits in local memory: 16
+# for f32 (3.33 against 3.48 ms at 4096 on the H100; one buffer for the
+# 128 x 128 blocks in the target's 32 KiB), 8 for f64 (9.0 against 9.7 ms)
+TK_BY_SIZE = {1: (16, 8), 2: (16, 8), 4: (16, 8), 8: (8,)}
 PREFETCH = True         # whole chunks read into registers one chunk ahead
 RUNS = False            # a work-item loads a run of k of one row (places()):
                         # 127 registers instead of 174 on the H100, yet 4.17
@@ -67,6 +79,15 @@ QUAD = 16               # bytes of a work-item's rows (columns) that lie next to
                         # each other: one 16-byte load from local memory
 PAD = 4                 # local rows of bm + PAD elements: 16-byte aligned, and the
                         # transposing stores of a chunk hit distinct banks
+DBUF = True             # two local tiles of each matrix, used in turn: one barrier
+                        # per chunk instead of two
+LOCAL_MEM = 0           # bytes of local memory the kernel may take; 0: the target's
+                        # (32 KiB); an experiment knob (matmul_variants.py "tk16_dbuf":
+                        # 48 KiB, NVIDIA's static limit, fits two buffers of TK = 16)
+SMALL = 1               # a block side of R = 4 (64 x 64 blocks for f32) when the R = 8
+                        # blocks number fewer than SMALL x the compute units (1024 x
+                        # 1024 makes 64 blocks of 128 x 128 for 132 SMs: 4 x 4
+                        # fills them); 0: never
 
 
 def _c(v: int) -> K.KConst:
@@ -177,16 +198,23 @@ def _match(lw: Lowerer, e: ir.Map, env):
     tx = 1 << ((_log2(G) + 1) // 2)         # TY x TX work-items, TX >= TY
     ty = G // tx
     xs, ys = X.elem.dtype.itemsize, Y.elem.dtype.itemsize
-    r = R_BY_SIZE.get(max(xs, ys), 4)
-    bm, bn = r * ty, r * tx
-    budget = lw.options.target.local_mem
-    tk = next((t for t in TKS if ((bm + PAD) * xs + (bn + PAD) * ys) * t <= budget), None)
-    if tk is None:
+    budget = LOCAL_MEM or lw.options.target.local_mem
+    cfgs = []       # the block shapes that fit in local memory, biggest first
+    big = R_BY_SIZE.get(max(xs, ys), 4)
+    for r in (big, 4) if SMALL and big > 4 else (big,):
+        bm, bn = r * ty, r * tx
+        # the longest chunk first, then two buffers before one (f32 128 x 128
+        # with TK = 16 fits the 32 KiB of the target once: measured best)
+        fit = [(t, nbuf) for t in TK_BY_SIZE.get(max(xs, ys), (8,))
+               for nbuf in ((2, 1) if DBUF and PREFETCH else (1,))
+               if ((bm + PAD) * xs + (bn + PAD) * ys) * t * nbuf <= budget]
+        if fit:
+            cfgs.append(SimpleNamespace(r=r, bm=bm, bn=bn, tk=fit[0][0], nbuf=fit[0][1]))
+    if not cfgs:
         return None
     return SimpleNamespace(X=X, Y=Y, m=m, row=row, col=col, host1=host1, item1=item1,
                            host2=host2, item2=item2, k=k, mp=mp, red=red, inner=inner,
-                           G=G, tx=tx, ty=ty, bm=bm, bn=bn, tk=tk, r=r,
-                           swap=names[0] == col)
+                           G=G, tx=tx, ty=ty, cfgs=cfgs, swap=names[0] == col)
 
 
 def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
@@ -194,7 +222,7 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     if p is None:
         return None
     il = p.inner.lam
-    X, Y, G, tk, bm, bn = p.X, p.Y, p.G, p.tk, p.bm, p.bn
+    X, Y, G = p.X, p.Y, p.G
     n = lw.scalar(e.width, env)
     with lw.walk_state_kept(scope=True):
         with lw.block() as pre:
@@ -220,20 +248,22 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             rw = lw.scalar(p.red.width, henv)
             check_width(lw, kw, p.mp.arrs, [henv[a.name] for a in p.mp.arrs], stm.loc, "map")
             check_width(lw, rw, p.red.arrs, [SimpleNamespace(shape=(kw,))], stm.loc, "reduce")
-            full = lw.let("ft", S.b("shr", kw, _c(_log2(tk))))      # whole chunks
-            tail = lw.let("tl", S.b("sub", kw, S.b("shl", full, _c(_log2(tk)))))
-            nbj = lw.let("nbj", S.b("shr", S.b("add", m, _c(bn - 1)), _c(_log2(bn))))
-            nbi = lw.let("nbi", S.b("shr", S.b("add", n, _c(bm - 1)), _c(_log2(bm))))
-            count = lw.let("gw", S.b("mul", S.b("mul", nbi, nbj), _c(G)))
+            for c in p.cfgs:
+                tk, bm, bn = c.tk, c.bm, c.bn
+                c.full = lw.let("ft", S.b("shr", kw, _c(_log2(tk))))      # whole chunks
+                c.tail = lw.let("tl", S.b("sub", kw, S.b("shl", c.full, _c(_log2(tk)))))
+                c.nbj = lw.let("nbj", S.b("shr", S.b("add", m, _c(bn - 1)), _c(_log2(bn))))
+                c.nbi = lw.let("nbi", S.b("shr", S.b("add", n, _c(bm - 1)), _c(_log2(bm))))
+                c.count = lw.let("gw", S.b("mul", S.b("mul", c.nbi, c.nbj), _c(G)))
         out_ptr = lw.var("map", K.Ptr(il.ret[0]))
-        gi = lw.var("gi", I64)
 
-        def kernel():
+        def kernel(c):
+            tk, bm, bn, full, tail, nbj = c.tk, c.bm, c.bn, c.full, c.tail, c.nbj
             sx, sy = bm + PAD, bn + PAD
             xt = lw.var("xt", K.Ptr(X.elem, "local"))
             yt = lw.var("yt", K.Ptr(Y.elem, "local"))
-            lw.emit(K.LocalAlloc(xt, tk * sx))
-            lw.emit(K.LocalAlloc(yt, tk * sy))
+            lw.emit(K.LocalAlloc(xt, c.nbuf * tk * sx))
+            lw.emit(K.LocalAlloc(yt, c.nbuf * tk * sy))
             lid = lw.let("lid", K.LocalId())
             ty = lw.let("ty", S.b("shr", lid, _c(_log2(p.tx))))
             tx = lw.let("tx", S.b("and", lid, _c(p.tx - 1)))
@@ -243,11 +273,11 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             j0 = lw.let("j0", S.b("mul", S.b("sub", grp, S.b("mul", bi, nbj)), _c(bn)))
             # this work-item's rows and columns within the block: quads of Q
             # consecutive ones (one vector load from local memory each)
-            q = min(QUAD // max(X.elem.dtype.itemsize, Y.elem.dtype.itemsize), p.r)
+            q = min(QUAD // max(X.elem.dtype.itemsize, Y.elem.dtype.itemsize), c.r)
             tyq = lw.let("tyq", S.b("mul", ty, _c(q)))
             txq = lw.let("txq", S.b("mul", tx, _c(q)))
-            ro = [_quad_offset(p.ty, q, a) for a in range(p.r)]      # + tyq
-            co = [_quad_offset(p.tx, q, b) for b in range(p.r)]      # + txq
+            ro = [_quad_offset(p.ty, q, a) for a in range(c.r)]      # + tyq
+            co = [_quad_offset(p.tx, q, b) for b in range(c.r)]      # + txq
             rows = [lw.let("ri", S.b("add", S.b("add", i0, tyq), _c(o))) for o in ro]
             cols = [lw.let("cj", S.b("add", S.b("add", j0, txq), _c(o))) for o in co]
             last_i, last_j = lw.let("li", S.b("sub", n, ONE)), lw.let("lj", S.b("sub", m, ONE))
@@ -256,8 +286,8 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             rowv = [elements(lw, [X], i)[0] for i in ci]
             colv = [elements(lw, [Y], j)[0] for j in cj]
             envs = {}
-            for a in range(p.r):
-                for b in range(p.r):
+            for a in range(c.r):
+                for b in range(c.r):
                     ev = dict(henv)
                     ev[p.row], ev[p.col] = rowv[a], colv[b]
                     for s in p.item1 + p.item2:
@@ -320,8 +350,12 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                                                                          ZERO))))
                 return out
 
-            def put(vals) -> None:
+            def put(vals, offs=None) -> None:
+                """Stores a chunk's elements in the local tiles (at offsets
+                offs = (x, y) into them: the other buffer)."""
                 for (tile, arr, (lim, c, lo, go)), v in zip(both, vals):
+                    if offs is not None:
+                        lo = S.b("add", lo, offs[0] if tile is xt else offs[1])
                     st = K.Store(tile, lo, v)
                     lw.emit(st if lim is None else K.If(lim, K.Block((st,))))
 
@@ -333,12 +367,14 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                         cond = S.land(lim, cond)
                     lw.emit(K.If(cond, K.Block((st,))))
 
-            def step(kk):
+            def step(kk, bases=None):
                 """One k of the chunk in local memory: R + R loads, R * R
-                applications of g and the operator (FMAs for a dot)."""
+                applications of g and the operator (FMAs for a dot); bases:
+                the work-item's first row and column in the buffer in use."""
                 if isinstance(kk, int):     # unrolled: base + a constant
-                    xv = [lw.let("xv", K.Load(xt, S.b("add", tyq, _c(kk * sx + o)))) for o in ro]
-                    yv = [lw.let("yv", K.Load(yt, S.b("add", txq, _c(kk * sy + o)))) for o in co]
+                    xb, yb = bases or (tyq, txq)
+                    xv = [lw.let("xv", K.Load(xt, S.b("add", xb, _c(kk * sx + o)))) for o in ro]
+                    yv = [lw.let("yv", K.Load(yt, S.b("add", yb, _c(kk * sy + o)))) for o in co]
                 else:
                     xb = lw.let("xk", S.b("add", tyq, S.b("mul", kk, _c(sx))))
                     yb = lw.let("yk", S.b("add", txq, S.b("mul", kk, _c(sy))))
@@ -353,13 +389,35 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             # whole chunks: chunk t's elements were fetched into registers
             # during chunk t-1's fold; stored, a barrier, the next chunk
             # fetched (the last fetch reads the last chunk again: no branch),
-            # the fold unrolled over the chunk, a barrier
+            # the fold unrolled over the chunk, a barrier (DBUF: one barrier,
+            # chunk_dbuf)
+            dbuf = c.nbuf == 2
             with lw.block() as whole:
                 if PREFETCH:
                     regs = fetch(ZERO)
                     pv = [lw.var("pv", K.type_of(r)) for r in regs]
                     for a, r in zip(pv, regs):
                         lw.emit(K.Set(a, r))
+
+                def chunk_dbuf(t):
+                    # chunk t is in buffer t & 1 (stored during chunk t-1);
+                    # chunk t+1 is fetched, chunk t folded, chunk t+1 stored in
+                    # the other buffer (last read before the previous barrier),
+                    # one barrier
+                    par = lw.let("par", S.b("and", t, ONE))
+                    xo = lw.let("xo", S.b("mul", par, _c(tk * sx)))
+                    yo = lw.let("yo", S.b("mul", par, _c(tk * sy)))
+                    nxt = lw.let("kn", S.b("shl", K.Sel(S.b("lt", S.b("add", t, ONE), full),
+                                                        S.b("add", t, ONE), t),
+                                           _c(_log2(tk))))
+                    for a, r in zip(pv, fetch(nxt)):
+                        lw.emit(K.Set(a, r))
+                    bases = (lw.let("xb", S.b("add", tyq, xo)), lw.let("yb", S.b("add", txq, yo)))
+                    for kk in range(tk):
+                        step(kk, bases)
+                    put(pv, (lw.let("xn", S.b("sub", _c(tk * sx), xo)),
+                             lw.let("yn", S.b("sub", _c(tk * sy), yo))))
+                    lw.emit(K.Barrier())
 
                 def chunk(t):
                     if PREFETCH:
@@ -376,14 +434,16 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                     for kk in range(tk):
                         step(kk)
                     lw.emit(K.Barrier())
-                lw.for_range("kt", ZERO, full, chunk)
+                if dbuf:
+                    put(pv)
+                    lw.emit(K.Barrier())
+                lw.for_range("kt", ZERO, full, chunk_dbuf if dbuf else chunk)
             lw.emit(K.If(S.b("gt", full, ZERO), whole[0]))
             with lw.block() as last:
                 k0 = lw.let("k0", S.b("shl", full, _c(_log2(tk))))
                 load_tail(k0)
                 lw.emit(K.Barrier())
                 lw.for_range("kk", ZERO, tail, step)
-                lw.emit(K.Barrier())
             lw.emit(K.If(S.b("gt", tail, ZERO), last[0]))
             for (a, b), ev in envs.items():
                 ev[il.body.stms[p.k + 1].pat[0].name] = accs[a, b]
@@ -395,14 +455,20 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
                                     lw.atom(il.body.result[0], ev)))
                 lw.emit(K.If(S.land(S.b("lt", rows[a], n), S.b("lt", cols[b], m)), st[0]))
 
-        _, body = trial(lw, kernel)
-    if can_fail(body):
+        bodies = [trial(lw, lambda c=c: kernel(c))[1] for c in p.cfgs]
+    if any(can_fail(b) for b in bodies):
         return None
     for s in pre[0].stms:
         lw.emit(s)
     lw.emit(K.Alloc(out_ptr, S.b("mul", n, nr)))
     lw.own(out_ptr)
-    launch = K.ParFor(gi, count, body, None, group_size=G)
+    launches = [K.ParFor(lw.var("gi", I64), c.count, b, None, group_size=G)
+                for c, b in zip(p.cfgs, bodies)]
+    launch = launches[0]
+    if len(launches) == 2:      # few big blocks: the small ones fill the device
+        units = S.b("shr", K.NumThreads(), _c(6))          # NumThreads = units x 64
+        few = S.b("lt", S.b("mul", p.cfgs[0].nbi, p.cfgs[0].nbj), S.b("mul", units, _c(SMALL)))
+        launch = K.If(few, K.Block((launches[1],)), K.Block((launches[0],)))
     inner = K.If(S.b("gt", m, ZERO), K.Block(guarded[0].stms + (launch,)))
     lw.emit(K.If(S.b("gt", n, ZERO), K.Block(outer[0].stms + (inner,))))
     return [Arr(out_ptr, out_ptr, (n, nr), il.ret[0], frozenset({out_ptr.name}))]

@@ -154,6 +154,11 @@ def test_the_gpu_profile_selects_the_gpu_issues_sizes():
     assert {("prefix_sum", "large"), ("histogram", "large"), ("filter", "large"),
             ("locvolcalib", "small"), ("locvolcalib", "medium")} <= set(cases)
     assert cases[("nbody", "large")] == {"n": 65536}
+    # matmul at 1024, 2048 and 4096, f32 and f64 (issue 18)
+    assert [cases[(name, size)]["n"] for name, size in
+            [("matmul", "medium"), ("matmul_2048", "large"), ("matmul", "large"),
+             ("matmul_f64", "medium"), ("matmul_f64_2048", "large"), ("matmul_f64", "large")]] \
+        == [1024, 2048, 4096] * 2
     assert opts.backends == "opencl,cpu" and opts.peers == "cupy,cuda,numpy,numba"
     assert opts.row_timeout and opts.no_compile_report
     opts = runner.make_parser().parse_args(["--profile", "gpu", "--sizes", "tiny",
@@ -161,6 +166,14 @@ def test_the_gpu_profile_selects_the_gpu_issues_sizes():
     runner._apply_profile(opts)
     assert [(b.name, s) for b, s in runner.select_cases(opts)] == [("nbody", "tiny")]
     assert opts.budget == 1.0                                # the command line wins
+
+
+def test_a_size_a_benchmark_lacks_is_not_run():
+    """matmul_2048 has only tiny and large: the default sizes run it at tiny."""
+    opts = runner.make_parser().parse_args(["--programs", "matmul_2048,matmul_f64"])
+    assert [(b.name, s) for b, s in runner.select_cases(opts)] == [
+        ("matmul_2048", "tiny"), ("matmul_f64", "tiny"), ("matmul_f64", "small"),
+        ("matmul_f64", "medium")]
 
 
 def test_the_gpu_profile_runs_here_without_a_gpu(tmp_path):

@@ -263,23 +263,31 @@ def test_kernel_ir(source):
     fns = _kernels(source, gpu_target(256, 65536, True))
     for name in TILED:
         # a transpose (below) is a work-group kernel of one local array
-        (g,) = [g for g in _groups(fns[name])
-                if sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) != 1]
-        assert g.group_size == 256, name
-        allocs = [s for s in g.body.stms if isinstance(s, K.LocalAlloc)]
-        assert len(allocs) == 2, name
-        # TK = 8 k-rows of the block's side + 4: 8 x 8 register blocks of
-        # 4-byte elements (a 128 x 128 block), 4 x 4 of 8-byte ones (64 x 64)
-        assert {a.count for a in allocs} == ({8 * 68} if name in ("affine_f64", "min_diff")
-                                             else {8 * 132}), name
-        assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 4, name
-        assert not any(isinstance(s, K.Fail) for s in K.walk_stms(g.body)), name
+        gs = [g for g in _groups(fns[name])
+              if sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) != 1]
+        # two buffers of TK k-rows of the block's side + 4: 8 x 8 register
+        # blocks of 4-byte elements (a 128 x 128 block, TK = 16), and beside
+        # it (chosen on the host for few blocks) 4 x 4 ones (64 x 64); 8-byte
+        # elements: 4 x 4 only, TK = 8
+        f64 = name in ("affine_f64", "min_diff")
+        sides = [(1, 8, 68)] if f64 else [(0, 16, 132), (1, 16, 68)]
+        assert len(gs) == len(sides), name
+        gs.sort(key=lambda g: -sum(1 for _ in K.walk_stms(g.body)))    # 8 x 8 first
+        for g, (two, tk, side) in zip(gs, sides):
+            assert g.group_size == 256, name
+            allocs = [s for s in g.body.stms if isinstance(s, K.LocalAlloc)]
+            # (f32 128 x 128 with TK = 16: one buffer in the target's 32 KiB)
+            assert [a.count for a in allocs] == [(1 + two) * tk * side] * 2, name
+            # double buffered: one before the chunks, one per chunk, one
+            # before the last partial chunk's fold (one buffer: two per chunk)
+            assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 3, name
+            assert not any(isinstance(s, K.Fail) for s in K.walk_stms(g.body)), name
     for name in ("div_sum", "row_scaled", "scaled"):     # no tiled product
         assert all(sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) == 1
                    for g in _groups(fns[name])), name
     unsafe = _kernels(source, gpu_target(256, 65536, True), unsafe=True)
     assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms)
-            for g in _groups(unsafe["scaled"])] == [1, 2]
+            for g in _groups(unsafe["scaled"])] == [1, 2, 2]
     # transpose: one work-group kernel with a 32 x 33 tile; rank 3 declines
     for name in ("transpose_i32", "transpose_bool"):
         (g,) = _groups(fns[name])
@@ -287,11 +295,16 @@ def test_kernel_ir(source):
     assert not _groups(fns["transpose3"])
     # groups of 128 work-items: 8 x 16 of them, a 64 x 128 block
     small = _kernels(source, gpu_target(128, 65536, True))
-    (tr, g) = _groups(small["matmul"])
+    (tr, _, g) = _groups(small["matmul"])
     assert g.group_size == tr.group_size == 128
-    assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [8 * 68,
-                                                                                   8 * 132]
-    # too little local memory even for TK = 8 (8448 bytes): declined (the
-    # transpose's 32 x 33 tile, 4224 bytes, still fits)
-    tiny = _kernels(source, gpu_target(256, 4400, True))
+    assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [2 * 16 * 68,
+                                                                                    2 * 16 * 132]
+    # local memory for one buffer of TK = 8 of the 64 x 64 block only (4352 bytes)
+    one = _kernels(source, gpu_target(256, 4400, True))
+    (tr, g) = _groups(one["matmul"])
+    assert [s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)] == [8 * 68] * 2
+    assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 3
+    # too little even for that: declined (the transpose's 32 x 33 tile,
+    # 4224 bytes, still fits)
+    tiny = _kernels(source, gpu_target(256, 4300, True))
     assert len(_groups(tiny["matmul"])) == 1
