@@ -280,14 +280,18 @@ def _map_of_known_rows(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty, rows):
     outs = [lw.alloc("map", t if isinstance(t, ScalarType) else t.elem, (n,) + sh)
             for t, sh in zip(lam.ret, shapes)]
 
-    def body(i):
-        for o, (r, owned), sh, t in zip(outs, row(i), shapes, lam.ret):
-            if isinstance(t, ScalarType):
-                lw.emit(K.Store(o.data, i, r))
-                continue
-            store_row(lw, o, r, owned, sh, i, lw.row_size(o), stm.loc)
-    _rows_in_versions(lw, lam, n, body)
+    _rows_in_versions(lw, lam, n, lambda i: _store_rows(lw, lam, outs, row(i), shapes, i,
+                                                        stm.loc))
     return outs
+
+
+def _store_rows(lw: Lowerer, lam: ir.Lambda, outs, res, shapes, i, loc) -> None:
+    """Row i of every result: a scalar stored, an array checked and copied."""
+    for o, (r, owned), sh, t in zip(outs, res, shapes, lam.ret):
+        if isinstance(t, ScalarType):
+            lw.emit(K.Store(o.data, i, r))
+            continue
+        store_row(lw, o, r, owned, sh, i, lw.row_size(o), loc)
 
 
 def _rows_in_versions(lw: Lowerer, lam: ir.Lambda, count, body) -> None:
@@ -349,12 +353,7 @@ def _map_of_arrays(lw: Lowerer, lam: ir.Lambda, n, row, stm, empty):
 
     def body(k):
         i = lw.let("i", S.b("add", k, ONE))
-        res = row(i)
-        for o, (r, owned), sh, t in zip(outs, res, shapes, lam.ret):
-            if isinstance(t, ScalarType):
-                lw.emit(K.Store(o.data, i, r))
-                continue
-            store_row(lw, o, r, owned, sh, i, lw.row_size(o), stm.loc)
+        _store_rows(lw, lam, outs, row(i), shapes, i, stm.loc)
     _rows_in_versions(lw, lam, rest, body)
     return outs
 

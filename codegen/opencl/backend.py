@@ -35,7 +35,7 @@ import os
 from pathlib import Path
 
 from pyshark.core import ir
-from pyshark.errors import DeviceError, DeviceOutOfMemory
+from pyshark.errors import DeviceError
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
 
 from .. import kir as K
@@ -43,7 +43,7 @@ from ..lower import symbol
 from ..marshal import abi_of, error_from
 from .caller import make_caller
 from .emit_cl import HEAP_FULL
-from .failures import device_errors, is_driver_error, translate
+from .failures import device_errors, is_driver_error, out_of_memory, translate
 
 CL_FILE = "kernels.cl"
 HOST_FILE = "host.py"
@@ -133,10 +133,7 @@ class OpenCLModule(LoadedModule):
         except DeviceError:
             raise
         except MemoryError as exc:      # an allocation the device refused
-            raise DeviceOutOfMemory(f"on the OpenCL device {self.dev.name}, entry {name!r}: "
-                                    f"{exc}; free DeviceArrays or call Wrapper.close(), use "
-                                    f"smaller inputs, or Wrapper(backend='cpu')",
-                                    device=self.dev.name) from exc
+            raise out_of_memory(self.dev.name, name, exc) from exc
         except Exception as exc:        # a driver's failure becomes a DeviceError (failures.py)
             if is_driver_error(exc):
                 raise translate(exc, self.dev.name, f"running entry {name!r}") from exc

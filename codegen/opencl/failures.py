@@ -60,6 +60,14 @@ def translate(exc: BaseException, device: str, doing: str) -> DeviceError:
                        device=device)
 
 
+def out_of_memory(device: str, entry: str, exc: MemoryError) -> DeviceOutOfMemory:
+    """An allocation the device refused during a call of `entry`, as the
+    error the user sees (both host paths raise it)."""
+    return DeviceOutOfMemory(f"on the OpenCL device {device}, entry {entry!r}: {exc}; free "
+                             f"DeviceArrays or call Wrapper.close(), use smaller inputs, or "
+                             f"Wrapper(backend='cpu')", device=device)
+
+
 def _log_of(exc) -> str:
     """The build log pyopencl put in the exception's text (after the first line)."""
     lines = str(exc).splitlines()

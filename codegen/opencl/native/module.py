@@ -40,6 +40,7 @@ from pyshark.wrapper.device_interface import is_device_array
 
 from ...lower import symbol
 from ...marshal import error_from
+from ..failures import out_of_memory
 from ..runtime import LOCK, DevMem
 
 DEVICE_ERROR, DEVICE_OOM, DEVICE_BUILD = 100, 101, 102
@@ -405,10 +406,7 @@ class NativeModule:
         except (DeviceError, DeviceOutOfMemory):
             raise
         except MemoryError as exc:      # an allocation the device refused
-            raise DeviceOutOfMemory(f"on the OpenCL device {self.dev.name}, entry {name!r}: "
-                                    f"{exc}; free DeviceArrays or call Wrapper.close(), use "
-                                    f"smaller inputs, or Wrapper(backend='cpu')",
-                                    device=self.dev.name) from exc
+            raise out_of_memory(self.dev.name, name, exc) from exc
 
 
 __all__ = ["Library", "NativeCaller", "NativeMem", "NativeModule", "Ctx", "DEVICE_ERROR",
