@@ -48,8 +48,16 @@ def wrappers():
     return _WRAPPERS
 
 
+@pytest.fixture
+def cluster(_cluster):
+    """The session's cluster, checked to have both its workers before each
+    test (a TimeoutError, not a hang, when it has lost them)."""
+    _cluster.wait_for_workers(2, timeout=120)
+    return _cluster
+
+
 @pytest.fixture(scope="session")
-def cluster():
+def _cluster():
     """A cluster of 2 worker processes (one thread each, Dask names 0 and
     1, as a LocalCluster's) where each worker has a PyShark cache directory
     of its own, empty at start: every compiled module must reach each

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -94,13 +96,33 @@ def _held_results(dask_scheduler, prefix):
     return out
 
 
-def test_a_killed_worker_loses_nothing(cluster, wrappers):
+_ISOLATED = "PYSHARK_DASK_KILL_TEST_ISOLATED"
+
+
+def test_a_killed_worker_loses_nothing(request):
     """Deterministic, not timed: the last chunk is held back by a
     distributed Event, so the reduction cannot finish; once a worker holds
     finished partial results of the graph (the scheduler says so), that
     worker's process is killed, then the gate opens. The lost partials are
     computed again (on the restarted worker, which gets the modules from
-    the plugin again, or on the other) and the total is still exact."""
+    the plugin again, or on the other) and the total is still exact.
+
+    It runs in a fresh interpreter with a cluster of its own: at the end of
+    the whole suite's long-lived process (2026-11-26, after tests/codegen)
+    the nanny's restart of the killed worker left the shared cluster with
+    no worker, and every later cluster test waited on it; on its own, or
+    after tests/benchmarks or the interrupt tests, it passes in ~20 s. The
+    cause in the long process is not found yet (docs/dask.md)."""
+    if os.environ.get(_ISOLATED) != "1":
+        here = f"{__file__}::test_a_killed_worker_loses_nothing"
+        run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                              here], env={**os.environ, _ISOLATED: "1"},
+                             capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
+        assert "1 passed" in run.stdout
+        return
+    cluster = request.getfixturevalue("cluster")
+    wrappers = request.getfixturevalue("wrappers")
     import uuid
 
     import dask
