@@ -12,6 +12,13 @@ same kernel from the library's embedded source through the library's own
 context (pyshark_ocl_ctx_new), sets its arguments once and times
 clEnqueueNDRangeKernel + clFinish. Prints microseconds per call, the best
 of R repeats of N calls each (issue 18: native within 2 us of the floor).
+
+Then the per-iteration time of two launch-bound programs of benchmarks/
+(hotspot: one stencil launch per step; pathfinder: one launch per row) on
+grids so small that their kernels take next to nothing: the time of a call
+with `--steps` iterations less that of a call with one, divided by the
+iterations in between. That is the host time each launch of a loop inside
+an entry costs (the native host's C loop), beside the same floor.
 """
 from __future__ import annotations
 
@@ -116,6 +123,8 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=2000,
+                    help="iterations of hotspot and pathfinder for the per-iteration rows")
     args = ap.parse_args(argv)
     import numpy as np
     from pyshark import Wrapper
@@ -159,6 +168,38 @@ def main(argv=None) -> None:
           f"two interleaved rounds")
     for name, vals in result.items():
         print(f"  {name:55s} " + "  ".join(f"{v:8.2f}" for v in vals))
+    for name, us in per_iteration(tmp, args.device, args.steps).items():
+        print(f"  {name:55s} {us:8.2f}")
+
+
+def per_iteration(tmp: Path, device, steps: int) -> dict:
+    """{row: us per iteration} of hotspot (16x16 grid) and pathfinder (16
+    columns) on the native host, from calls of 1 and `steps` iterations."""
+    import numpy as np
+    from pyshark import Wrapper
+    here = Path(__file__).parent / "programs"
+    os.environ["PYSHARK_OPENCL_HOST"] = "native"
+    w = Wrapper("opencl", cache_dir=tmp / "cache-iter", device=device)
+    w.add_source_file(here / "hotspot.py").add_source_file(here / "pathfinder.py")
+    w.compile_and_load()
+    grid = np.full((16, 16), 300.0, np.float32)
+    power = np.full((16, 16), 0.5, np.float32)
+    walls = {k: np.ones((k, 16), np.int32) for k in (2, steps + 1)}
+
+    def best(fn, repeats=5):
+        fn()
+        out = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            out = min(out, time.perf_counter() - t0)
+        return out
+    hot = (best(lambda: w.hotspot(steps, grid, power))
+           - best(lambda: w.hotspot(1, grid, power))) / (steps - 1)
+    path = (best(lambda: w.pathfinder(walls[steps + 1]))
+            - best(lambda: w.pathfinder(walls[2]))) / (steps - 1)
+    return {"hotspot: per step (16x16, native host loop)": hot * 1e6,
+            "pathfinder: per row (16 columns, native host loop)": path * 1e6}
 
 
 def _indexes(dev) -> tuple:
