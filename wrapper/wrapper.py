@@ -287,6 +287,10 @@ class Wrapper:
 
         def call(*args, **kwargs):
             return mcall(name, bind(entry, args, kwargs, keep))
+        # a module may give a faster callable for the common case, which
+        # calls `call` for everything else (the native opencl host's C path)
+        fast = getattr(module, "fast_entry", None)
+        call = (fast(name, call) if fast is not None else None) or call
         call.__name__ = call.__qualname__ = name
         text = self.__dict__.get("_entry_texts", {}).get(name)
         call.__doc__ = (entry_docstring(text, name) if text else None) or self.signature(name)

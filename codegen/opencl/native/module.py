@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import _thread
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -48,7 +49,10 @@ _INTERRUPTED = 8                        # kir.ERROR_CODES["KeyboardInterrupt"]
 _check_signals = ctypes.pythonapi.PyErr_CheckSignals    # raises what a handler raises
 _check_signals.argtypes = []
 _check_signals.restype = ctypes.c_int
-_MAIN = [threading.main_thread().ident]
+MAIN_THREAD = [threading.main_thread().ident]   # the thread Python's handlers run in
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: MAIN_THREAD.__setitem__(
+        0, threading.main_thread().ident))
 
 _CTYPES = {"i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
            "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16,
@@ -180,7 +184,7 @@ class NativeCaller:
 
     def __init__(self, lib: Library, dev, entry, spec: dict, messages: list,
                  device_arrays: bool):
-        self.Mem = NativeMem
+        self.Mem, self.main = NativeMem, MAIN_THREAD
         self.lib, self.dev, self.entry, self.messages = lib, dev, entry, messages
         self.LOCK = LOCK
         self.ctx = lib.context(dev)
@@ -217,6 +221,7 @@ class NativeCaller:
                 side = [word(), word(), word()]
                 ins.append((pl[1], side[0]))
                 plan[k] = ("a",) + pl[1:] + (side,)
+        self.slots = list(plan)     # per param: ("s", word) or ("a", handle, dims, side words)
         cells = []
         for dt, r, e in self.results:
             cells.append([word(_CTYPES[e])] + [word() for _ in range(2)] if r == 0
@@ -296,7 +301,7 @@ class NativeCaller:
             while grave and nd < _DEAD_MAX:
                 dead[nd] = grave.pop()
                 nd += 1
-            self.ctxs.sigint = 1 if _thread.get_ident() == _MAIN[0] else 0
+            self.ctxs.sigint = 1 if _thread.get_ident() == MAIN_THREAD[0] else 0
             code = lib.call(ctx, self.packed, self.lay, self.base, nd, dead)
             while code == _INTERRUPTED:     # Ctrl-C: Python's handlers, then again
                 _check_signals()
@@ -407,6 +412,25 @@ class NativeModule:
             raise
         except MemoryError as exc:      # an allocation the device refused
             raise out_of_memory(self.dev.name, name, exc) from exc
+
+    def fast_entry(self, name: str, slow):
+        """The Wrapper's attribute for entry `name`: fastcall.py's C call
+        object over its NativeCaller (the common case in C, the rest through
+        `slow`, the Wrapper's own bound call), or None for `slow` itself."""
+        from functools import partial
+
+        from .fastcall import entry
+        caller = self.callers.get(name)
+        return None if caller is None else entry(caller, slow, partial(self.failed, name))
+
+    def failed(self, name: str, code: int):
+        """Raises what call() raises for a call of `name` that returned `code`
+        (NativeCaller's lib.error, an allocation refused as in call())."""
+        c = self.callers[name]
+        err = c.lib.error(c.ctx, code, c.messages, c.dev.name)
+        if isinstance(err, MemoryError) and not isinstance(err, DeviceError):
+            raise out_of_memory(self.dev.name, name, err) from err
+        raise err
 
 
 __all__ = ["Library", "NativeCaller", "NativeMem", "NativeModule", "Ctx", "DEVICE_ERROR",
