@@ -154,10 +154,18 @@ typedef struct {
     int32_t kept;           /* a scalar result left here: the entry's own free is a no-op */
     uint8_t *mirror;        /* host copy (loads of small buffers) */
     int64_t dlo, dhi;       /* the mirror's bytes not yet sent (dlo < dhi) */
+    int32_t listed;         /* in c->mirrored (until psk_end; kept when the slot is freed) */
     int64_t next_free;
 } slot;
 
 typedef struct { cl_mem mem; int64_t bytes; } held;
+
+/* the value a kernel argument was last set to (psk_launch sets only what changed) */
+typedef struct {
+    uint64_t val;           /* its bytes (scalars up to 8, a cl_mem handle) */
+    uint64_t epoch;         /* a cl_mem's: the context's mem_epoch when set */
+    int32_t size, set;
+} karg;
 
 typedef struct pyshark_ocl_ctx {
     /* kir's ctx (48 bytes; the entries read and write these) */
@@ -178,6 +186,10 @@ typedef struct pyshark_ocl_ctx {
     int64_t *fresh_list, nfresh, cap_fresh;     /* slots the running call allocated */
     int64_t *handed, nhanded, cap_handed;       /* results it handed out */
     int64_t *dirty, ndirty, cap_dirty;
+    int64_t *mirrored, nmirrored, cap_mirrored; /* slots given a mirror in the running call */
+    int32_t mirror_scan;        /* a slot missing from `mirrored` (out of memory): scan all */
+    karg **kargs;               /* per kernel: its arguments as last set (NULL: not kept) */
+    uint64_t mem_epoch;         /* counts releases of cl_mems (release_mem) */
     void **pending; int64_t npending, cap_pending;  /* host copies of queued writes */
     held held[HELD_MAX]; int64_t nheld, held_bytes, hold_limit;
     held zeros[HELD_MAX]; int64_t nzeros;
@@ -203,6 +215,7 @@ HIDDEN int push(int64_t **list, int64_t *n, int64_t *cap, int64_t v);
 HIDDEN cl_mem get_buffer(ctx_t *c, int64_t bytes, cl_int *e);
 HIDDEN void put_buffer(ctx_t *c, cl_mem m, int64_t bytes);
 HIDDEN void drop_mirror(ctx_t *c, slot *s);
+HIDDEN void release_mem(ctx_t *c, cl_mem m);
 HIDDEN void release_slot(ctx_t *c, int64_t k);
 HIDDEN uint64_t adopt(ctx_t *c, cl_mem m, int64_t bytes, int32_t zeroed);
 HIDDEN void passed(ctx_t *c);

@@ -67,6 +67,14 @@ static int32_t setup(ctx_t *c) {
     c->kernels = calloc((size_t)pyshark_ocl_nkernels, sizeof *c->kernels);
     c->kwg = calloc((size_t)pyshark_ocl_nkernels, sizeof *c->kwg);
     if (!c->kernels || !c->kwg) return device_error(c, "allocating kernels", -6);
+    c->mem_epoch = 1;
+    c->kargs = calloc((size_t)pyshark_ocl_nkernels, sizeof *c->kargs);  /* NULL: none kept */
+    for (int32_t k = 0; c->kargs && k < pyshark_ocl_nkernels; k++) {
+        const psk_kernel_info *ki = &pyshark_ocl_kernels[k];
+        int32_t n = 2 + (ki->heap ? 2 : 0);     /* psk_launch's order: n, err, arena, captures */
+        for (int32_t i = 0; i < ki->nargs; i++) n += (ki->kinds[i] & 0x10) ? 2 : 1;
+        c->kargs[k] = calloc((size_t)n, sizeof(karg));
+    }
     for (int32_t k = 0; k < pyshark_ocl_nkernels; k++) {
         const psk_kernel_info *ki = &pyshark_ocl_kernels[k];
         c->kernels[k] = clCreateKernel(c->program, ki->name, &e);
@@ -150,7 +158,10 @@ API void pyshark_ocl_ctx_free(ctx_t *c) {
     if (c->queue) clReleaseCommandQueue(c->queue);
     if (c->context) clReleaseContext(c->context);
     free(c->kernels); free(c->kwg); free(c->slots); free(c->fresh_list); free(c->handed);
-    free(c->dirty); free(c->pending);
+    free(c->dirty); free(c->pending); free(c->mirrored);
+    if (c->kargs)
+        for (int32_t k = 0; k < pyshark_ocl_nkernels; k++) free(c->kargs[k]);
+    free(c->kargs);
     free(c);
 }
 
@@ -178,10 +189,10 @@ API uint64_t pyshark_ocl_upload(ctx_t *c, const void *data, int64_t nbytes) {
         } else {
             e = clEnqueueWriteBuffer(c->queue, m, 1, 0, (size_t)nbytes, data, 0, NULL, NULL);
         }
-        if (e) { clReleaseMemObject(m); device_error(c, "clEnqueueWriteBuffer", e); return 0; }
+        if (e) { release_mem(c, m); device_error(c, "clEnqueueWriteBuffer", e); return 0; }
     }
     uint64_t a = adopt(c, m, bytes, 0);
-    if (!a) { clReleaseMemObject(m); device_error(c, "allocating a handle", -6); return 0; }
+    if (!a) { release_mem(c, m); device_error(c, "allocating a handle", -6); return 0; }
     slot_of(c, a)->refs = 1;
     return a;
 }
@@ -193,7 +204,7 @@ API uint64_t pyshark_ocl_import(ctx_t *c, void *mem, int64_t offset) {
     clGetMemObjectInfo(mem, CL_MEM_SIZE, sizeof size, &size, NULL);
     clRetainMemObject(mem);
     uint64_t a = adopt(c, mem, (int64_t)size, 0);
-    if (!a) { clReleaseMemObject(mem); device_error(c, "allocating a handle", -6); return 0; }
+    if (!a) { release_mem(c, mem); device_error(c, "allocating a handle", -6); return 0; }
     slot *s = slot_of(c, a);
     s->refs = 1;
     s->zeroed = -1;                     /* not ours: released, never held */
@@ -256,7 +267,7 @@ API int32_t pyshark_ocl_finish(ctx_t *c) {
 API void pyshark_ocl_release_held(ctx_t *c) {
     clFinish(c->queue);
     passed(c);
-    for (int64_t i = 0; i < c->nheld; i++) clReleaseMemObject(c->held[i].mem);
+    for (int64_t i = 0; i < c->nheld; i++) release_mem(c, c->held[i].mem);
     c->nheld = 0; c->held_bytes = 0;
 }
 

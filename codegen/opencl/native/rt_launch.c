@@ -9,16 +9,43 @@ static size_t narrow_group(size_t wg, int64_t n, int64_t units, int64_t least) {
     return wg;
 }
 
+/* clSetKernelArg unless argument i of kernel knl already holds that value: a scalar
+   set before, or a cl_mem set since the last release of any cl_mem (release_mem: a
+   handle's value names the same buffer while the context holds it). The driver
+   copies an argument's value at clSetKernelArg and every later enqueue uses it
+   until it is set again (clSetKernelArg in the OpenCL spec); the driver's floor
+   (benchmarks/ocl_launch_floor.py) sets them once too. */
+static inline cl_int set_arg(ctx_t *c, karg *a, cl_kernel knl, cl_uint i, size_t size,
+                             const void *v, int mem) {
+    uint64_t x;
+    switch (size) {                     /* the value's bits (sizes 1, 2, 4, 8) */
+    case 1: { uint8_t b; memcpy(&b, v, 1); x = b; break; }
+    case 2: { uint16_t b; memcpy(&b, v, 2); x = b; break; }
+    case 4: { uint32_t b; memcpy(&b, v, 4); x = b; break; }
+    case 8: memcpy(&x, v, 8); break;
+    default:                            /* (no other size is made): not kept */
+        if (a) a[i].set = 0;
+        return clSetKernelArg(knl, i, size, v);
+    }
+    if (a && a[i].set && a[i].val == x && a[i].size == (int32_t)size
+            && (!mem || a[i].epoch == c->mem_epoch))
+        return 0;
+    cl_int e = clSetKernelArg(knl, i, size, v);
+    if (a) { a[i].val = x; a[i].size = (int32_t)size; a[i].epoch = c->mem_epoch; a[i].set = !e; }
+    return e;
+}
+
 /* kernel k over n work-items; args: one 8-byte value per capture (scalar bits, or a
    tagged device address) */
 HIDDEN int32_t psk_launch(ctx_t *c, int32_t k, int64_t n, const uint64_t *args) {
     if (n <= 0) return 0;
     const psk_kernel_info *ki = &pyshark_ocl_kernels[k];
     cl_kernel knl = c->kernels[k];
+    karg *ka = c->kargs ? c->kargs[k] : NULL;
     int32_t r = flush(c);
     if (r) return r;
-    cl_int e = clSetKernelArg(knl, 0, 8, &n);
-    e |= clSetKernelArg(knl, 1, sizeof(cl_mem), &c->err);
+    cl_int e = set_arg(c, ka, knl, 0, 8, &n, 0);
+    e |= set_arg(c, ka, knl, 1, sizeof(cl_mem), &c->err, 1);
     cl_uint at = 2;
     uint64_t arena = 0;
     if (ki->heap) {
@@ -34,8 +61,8 @@ HIDDEN int32_t psk_launch(ctx_t *c, int32_t k, int64_t n, const uint64_t *args) 
         }
         arena = psk_alloc(c, n * (int64_t)stride, 1, 0, -1);
         if (!arena) return c->code;
-        e |= clSetKernelArg(knl, at++, sizeof(cl_mem), &slot_of(c, arena)->mem);
-        e |= clSetKernelArg(knl, at++, 8, &stride);
+        e |= set_arg(c, ka, knl, at++, sizeof(cl_mem), &slot_of(c, arena)->mem, 1);
+        e |= set_arg(c, ka, knl, at++, 8, &stride, 0);
     }
     for (int32_t i = 0; i < ki->nargs; i++) {
         uint8_t kind = ki->kinds[i];
@@ -44,10 +71,10 @@ HIDDEN int32_t psk_launch(ctx_t *c, int32_t k, int64_t n, const uint64_t *args) 
             if (!s) return fail(c, DEVICE_ERROR, -1, 0, 0);
             if (s->mirror) drop_mirror(c, s);
             int64_t eo = off_of(args[i]) / (kind & 0x0F);
-            e |= clSetKernelArg(knl, at++, sizeof(cl_mem), &s->mem);
-            e |= clSetKernelArg(knl, at++, 8, &eo);
+            e |= set_arg(c, ka, knl, at++, sizeof(cl_mem), &s->mem, 1);
+            e |= set_arg(c, ka, knl, at++, 8, &eo, 0);
         } else {
-            e |= clSetKernelArg(knl, at++, kind, &args[i]);    /* little-endian: low bytes */
+            e |= set_arg(c, ka, knl, at++, kind, &args[i], 0);    /* little-endian: low bytes */
         }
     }
     if (e) return device_error(c, "clSetKernelArg", e);
@@ -116,8 +143,20 @@ HIDDEN int32_t psk_end(ctx_t *c, int32_t rc) {
         }
     }
     c->nfresh = c->nhanded = 0;
-    for (int64_t k = 1; k < c->nslots; k++)            /* no mirror outlives its call */
-        if (c->slots[k].mirror) drop_mirror(c, &c->slots[k]);
+    if (c->mirror_scan) {               /* no mirror outlives its call */
+        for (int64_t k = 1; k < c->nslots; k++) {
+            c->slots[k].listed = 0;
+            if (c->slots[k].mirror) drop_mirror(c, &c->slots[k]);
+        }
+        c->mirror_scan = 0;
+    } else {                            /* the slots psk_load gave one (not every slot) */
+        for (int64_t i = 0; i < c->nmirrored; i++) {
+            slot *s = &c->slots[c->mirrored[i]];
+            s->listed = 0;
+            if (s->mirror) drop_mirror(c, s);
+        }
+    }
+    c->nmirrored = 0;
     c->ndirty = 0;
     if (rc == HEAP_FULL) {              /* grow the heaps (runtime.grow_heap); the caller runs again */
         int64_t needed = c->args[0];

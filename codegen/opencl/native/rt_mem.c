@@ -75,7 +75,7 @@ HIDDEN cl_mem get_buffer(ctx_t *c, int64_t bytes, cl_int *e) {
     cl_mem m = clCreateBuffer(c->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, e);
     if (!m && c->nheld) {               /* give the held blocks back and try again */
         clFinish(c->queue);
-        for (int64_t i = 0; i < c->nheld; i++) clReleaseMemObject(c->held[i].mem);
+        for (int64_t i = 0; i < c->nheld; i++) release_mem(c, c->held[i].mem);
         c->nheld = 0; c->held_bytes = 0;
         m = clCreateBuffer(c->context, CL_MEM_READ_WRITE, (size_t)bytes, NULL, e);
     }
@@ -87,8 +87,17 @@ HIDDEN void put_buffer(ctx_t *c, cl_mem m, int64_t bytes) {
         c->held[c->nheld].mem = m; c->held[c->nheld].bytes = bytes; c->nheld++;
         c->held_bytes += bytes;
     } else {
-        clReleaseMemObject(m);
+        release_mem(c, m);
     }
+}
+
+/* Every release of a cl_mem by the context goes through here: once released, the
+   handle's value may name another buffer, so the kernel arguments psk_launch kept
+   as set (c->kargs) must be set again (a new epoch). A cl_mem the context holds a
+   reference to cannot die otherwise, and an argument is only ever one it holds. */
+HIDDEN void release_mem(ctx_t *c, cl_mem m) {
+    c->mem_epoch++;
+    clReleaseMemObject(m);
 }
 
 HIDDEN void drop_mirror(ctx_t *c, slot *s) {
@@ -100,15 +109,17 @@ HIDDEN void release_slot(ctx_t *c, int64_t k) {
     slot *s = &c->slots[k];
     drop_mirror(c, s);
     if (s->zeroed == -1) {              /* imported or given away: only our reference goes */
-        clReleaseMemObject(s->mem);
+        release_mem(c, s->mem);
     } else if (s->zeroed && c->nzeros < HELD_MAX) {
         c->zeros[c->nzeros].mem = s->mem; c->zeros[c->nzeros].bytes = s->bytes; c->nzeros++;
     } else if (s->zeroed) {
-        clReleaseMemObject(s->mem);
+        release_mem(c, s->mem);
     } else {
         put_buffer(c, s->mem, s->bytes);
     }
+    int32_t listed = s->listed;
     memset(s, 0, sizeof *s);
+    s->listed = listed;
     s->next_free = c->free_head;
     c->free_head = k;
 }
@@ -189,7 +200,7 @@ HIDDEN uint64_t psk_alloc(ctx_t *c, int64_t count, int64_t size, int32_t zeroed,
             if (m) {
                 uint8_t z = 0;
                 e = clEnqueueFillBuffer(c->queue, m, &z, 1, 0, (size_t)bytes, 0, NULL, NULL);
-                if (e) { clReleaseMemObject(m); m = NULL; }
+                if (e) { release_mem(c, m); m = NULL; }
             }
         }
     } else {
@@ -202,7 +213,7 @@ HIDDEN uint64_t psk_alloc(ctx_t *c, int64_t count, int64_t size, int32_t zeroed,
     }
     uint64_t a = adopt(c, m, bytes, zeroed);
     if (!a || push(&c->fresh_list, &c->nfresh, &c->cap_fresh, (int64_t)(a >> SLOT_SHIFT & ((1LL << 23) - 1)))) {
-        clReleaseMemObject(m);
+        release_mem(c, m);
         fail(c, MEMORY_ERROR, msg, count, size);
         return 0;
     }
@@ -259,6 +270,12 @@ HIDDEN int32_t psk_load(ctx_t *c, uint64_t addr, int64_t size, void *out) {
             e = clEnqueueReadBuffer(c->queue, s->mem, 1, 0, (size_t)s->bytes, s->mirror, 0,
                                     NULL, NULL);
             if (e) { drop_mirror(c, s); return device_error(c, "clEnqueueReadBuffer", e); }
+            if (!s->listed) {               /* once per slot and call: the list stays short */
+                if (push(&c->mirrored, &c->nmirrored, &c->cap_mirrored, s - c->slots))
+                    c->mirror_scan = 1;     /* psk_end looks at every slot */
+                else
+                    s->listed = 1;
+            }
         } else {
             e = clEnqueueReadBuffer(c->queue, s->mem, 1, (size_t)off, (size_t)size, out, 0,
                                     NULL, NULL);
