@@ -143,9 +143,20 @@ static int put_scalar(const param_t *p, PyObject *v, uint64_t *word) {
     }
 }
 
-static int as_u64(PyObject *o, uint64_t *out) {
+static int as_u64(PyObject *o, uint64_t *out) {    /* a size or an offset: 0..2^63-1 */
     if (!o || !PyLong_CheckExact(o)) return 0;
-    unsigned long long x = PyLong_AsUnsignedLongLong(o);
+    long long x = PyLong_AsLongLong(o);
+    if (x < 0) { PyErr_Clear(); return 0; }
+    *out = (uint64_t)x;
+    return 1;
+}
+
+/* a handle (rt.h: bit 63 set, so a big int, only ever made from a uint64_t by
+   NativeCaller or new_mem): its bits, without _PyLong_AsByteArray's general
+   conversion (the runtime checks the slot it names) */
+static int as_handle(PyObject *o, uint64_t *out) {
+    if (!o || !PyLong_CheckExact(o)) return 0;
+    unsigned long long x = PyLong_AsUnsignedLongLongMask(o);
     if (x == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); return 0; }
     *out = x;
     return 1;
@@ -167,7 +178,7 @@ static int put_array(Entry *e, const param_t *p, PyObject *v, uint64_t *w) {
     PyObject *m = SLOT(v, e->da_off[DA_MEM]);
     if (!m || Py_TYPE(m) != e->mem_type || SLOT(m, e->mem_off[M_GRAVE]) != e->grave) return 0;
     uint64_t h, off;
-    if (!as_u64(SLOT(m, e->mem_off[M_HANDLE]), &h) || !as_u64(SLOT(v, e->da_off[DA_OFF]), &off))
+    if (!as_handle(SLOT(m, e->mem_off[M_HANDLE]), &h) || !as_u64(SLOT(v, e->da_off[DA_OFF]), &off))
         return 0;
     for (int i = 0; i < p->rank; i++) {
         uint64_t d;
@@ -317,7 +328,7 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
     Py_ssize_t n = PyList_GET_SIZE(e->grave), keep = n;
     while (keep > 0 && nd < DEAD_MAX) {
         uint64_t h;
-        if (!as_u64(PyList_GET_ITEM(e->grave, keep - 1), &h)) break;
+        if (!as_handle(PyList_GET_ITEM(e->grave, keep - 1), &h)) break;
         e->dead[nd++] = h;
         keep--;
     }
