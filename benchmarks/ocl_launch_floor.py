@@ -12,6 +12,11 @@ same kernel from the library's embedded source through the library's own
 context (pyshark_ocl_ctx_new), sets its arguments once and times
 clEnqueueNDRangeKernel + clFinish. Prints microseconds per call, the best
 of R repeats of N calls each (issue 18: native within 2 us of the floor).
+The native host is timed twice: through its C fast path (native/fastcall.c,
+what a Wrapper attribute is) and with the fast path off
+(PYSHARK_OPENCL_FASTCALL=0: the Python path of bind_args and NativeCaller).
+`--cpu` times the calling thread's CPU instead of the wall clock (steadier
+on a shared machine; it does not see waits, so compare rows within a run).
 
 Then the per-iteration time of two launch-bound programs of benchmarks/
 (hotspot: one stencil launch per step; pathfinder: one launch per row) on
@@ -57,7 +62,10 @@ typedef struct { int32_t code, msg; int64_t args[4]; int32_t nthreads, sigint;
                  h context, device, queue; } ctx_head;
 extern ctx_head *pyshark_ocl_ctx_new(int32_t, int32_t);
 extern const char pyshark_ocl_source[];
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t);
+#ifndef PSK_CLOCK
+#define PSK_CLOCK CLOCK_MONOTONIC
+#endif
+static double now(void) { struct timespec t; clock_gettime(PSK_CLOCK, &t);
                           return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
     int calls = atoi(argv[3]), repeats = atoi(argv[4]);
@@ -108,13 +116,17 @@ def c_env(loader_dir: str) -> dict:
     return env
 
 
+CLOCK = [time.perf_counter]     # --cpu: time.thread_time
+
+
 def per_call(fn, calls: int, repeats: int) -> float:
+    clock = CLOCK[0]
     best = float("inf")
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         for _ in range(calls):
             fn()
-        best = min(best, (time.perf_counter() - t0) / calls)
+        best = min(best, (clock() - t0) / calls)
     return best * 1e6
 
 
@@ -125,7 +137,12 @@ def main(argv=None) -> None:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--steps", type=int, default=2000,
                     help="iterations of hotspot and pathfinder for the per-iteration rows")
+    ap.add_argument("--cpu", action="store_true",
+                    help="the calling thread's CPU time instead of wall time (time.thread_time, "
+                         "CLOCK_THREAD_CPUTIME_ID): steadier on a shared machine, blind to waits")
     args = ap.parse_args(argv)
+    if args.cpu:
+        CLOCK[0] = time.thread_time
     import numpy as np
     from pyshark import Wrapper
     from pyshark.codegen.opencl import runtime
@@ -135,12 +152,16 @@ def main(argv=None) -> None:
     dev = runtime.device(args.device)
     rows = {}
     wrappers = {}
-    for host in ("native", "python"):
-        os.environ["PYSHARK_OPENCL_HOST"] = host
+    for host in ("native", "native (fast path off)", "python"):
+        os.environ["PYSHARK_OPENCL_HOST"] = host.split()[0]
+        # the native host's C fast path (native/fastcall.c) or its Python path
+        os.environ["PYSHARK_OPENCL_FASTCALL"] = "0" if "off" in host else "1"
         w = Wrapper("opencl", cache_dir=tmp / "cache", device=args.device, device_arrays=True)
         w.add_source_file(tmp / "m.py")
         w.compile_and_load()
+        w.saxpy                         # bound now, under that setting
         wrappers[host] = w
+    os.environ.pop("PYSHARK_OPENCL_FASTCALL")
     x = wrappers["native"].saxpy(1.0, np.ones(1, np.float32), np.zeros(1, np.float32))
     for host, w in wrappers.items():
         f = w.saxpy
@@ -151,7 +172,8 @@ def main(argv=None) -> None:
     plat, devi = _indexes(dev)
     exe = tmp / "floor"
     loader = Path(loader_library())
-    subprocess.run(["gcc", "-O2", "-x", "c", "-", "-x", "none", "-o", str(exe), str(lib),
+    clock = ["-DPSK_CLOCK=CLOCK_THREAD_CPUTIME_ID"] if args.cpu else []
+    subprocess.run(["gcc", "-O2", *clock, "-x", "c", "-", "-x", "none", "-o", str(exe), str(lib),
                     str(loader), f"-Wl,-rpath,{lib.parent}:{loader.parent}"], input=FLOOR_C,
                    text=True, check=True)
     env = c_env(str(loader.parent))
@@ -162,10 +184,11 @@ def main(argv=None) -> None:
                            capture_output=True, text=True, env=env, check=True)
         result.setdefault("C floor: clEnqueueNDRangeKernel + clFinish", []).append(float(r.stdout))
         for host, fn in rows.items():
-            result.setdefault(f"{host} host: saxpy(1 elem, DeviceArrays) + finish", []).append(
+            result.setdefault(f"{host}: saxpy(1 elem, DeviceArrays) + finish", []).append(
                 per_call(fn, args.calls, args.repeats))
-    print(f"device: {dev.name}; us per call, best of {args.repeats} x {args.calls} calls, "
-          f"two interleaved rounds")
+    what = "CPU time of the calling thread" if args.cpu else "wall"
+    print(f"device: {dev.name}; us per call ({what}), best of {args.repeats} x {args.calls} "
+          f"calls, two interleaved rounds")
     for name, vals in result.items():
         print(f"  {name:55s} " + "  ".join(f"{v:8.2f}" for v in vals))
     for name, us in per_iteration(tmp, args.device, args.steps).items():
@@ -190,9 +213,9 @@ def per_iteration(tmp: Path, device, steps: int) -> dict:
         fn()
         out = float("inf")
         for _ in range(repeats):
-            t0 = time.perf_counter()
+            t0 = CLOCK[0]()
             fn()
-            out = min(out, time.perf_counter() - t0)
+            out = min(out, CLOCK[0]() - t0)
         return out
     hot = (best(lambda: w.hotspot(steps, grid, power))
            - best(lambda: w.hotspot(1, grid, power))) / (steps - 1)
