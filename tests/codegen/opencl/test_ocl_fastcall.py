@@ -332,3 +332,21 @@ def test_ctrl_c_stops_a_fast_call_and_the_next_works(tmp_path):
     row = json.loads(r.stdout.splitlines()[-1])
     # the interrupted call raised from the fast path; only the next call returned
     assert row == {"after": "interrupted", "checks": True, "fast": 1, "slow": 0}, row
+
+
+def test_without_python_headers_the_python_path_runs(tmp_path, monkeypatch):
+    """A Python without its development headers (no Python.h) cannot build the
+    extension: entries are the Python closure, and why_not() says why."""
+    _available()
+    import sysconfig
+
+    from pyshark.codegen.opencl.native import fastcall
+    monkeypatch.setattr(fastcall, "_STATE", {})         # as in a fresh process
+    monkeypatch.setattr(sysconfig, "get_paths", lambda *a, **k: {"include": str(tmp_path)})
+    src = tmp_path / "m.py"
+    src.write_text(SRC)
+    w = _wrapper(src, tmp_path / "c")
+    assert inspect.isfunction(w.saxpy)
+    assert "no Python.h" in fastcall.why_not()
+    x = w.saxpy(1.0, np.ones(3, np.float32), np.ones(3, np.float32))
+    np.testing.assert_array_equal(w.saxpy(np.float32(1), x, x).get(), [4, 4, 4])
