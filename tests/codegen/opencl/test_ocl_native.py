@@ -156,7 +156,8 @@ def test_c_program_against_pyshark_build(tmp_path):
     out = tmp_path / "out"
     r = subprocess.run([sys.executable, "-c", "import sys; from pyshark.cli import main; sys.exit(main())",
                         "build", "--backend", "opencl",
-                        str(src), "-o", str(out)], capture_output=True, text=True)
+                        str(src), "-o", str(out)], capture_output=True, text=True,
+                       cwd=tmp_path)    # not the checkout's pyshark/ over an installed one
     assert r.returncode == 0, r.stderr
     assert {"module.so", "module.h", "manifest.json"} <= {p.name for p in out.iterdir()}
     exe = tmp_path / "saxpy_main"
