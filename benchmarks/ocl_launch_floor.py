@@ -68,7 +68,7 @@ extern const char pyshark_ocl_source[];
 static double now(void) { struct timespec t; clock_gettime(PSK_CLOCK, &t);
                           return t.tv_sec + 1e-9 * t.tv_nsec; }
 int main(int argc, char **argv) {
-    int calls = atoi(argv[3]), repeats = atoi(argv[4]);
+    int calls = atoi(argv[3]), repeats = atoi(argv[4]), every = atoi(argv[6]);
     ctx_head *c = pyshark_ocl_ctx_new(atoi(argv[1]), atoi(argv[2]));
     if (!c || c->code) { printf("no context\n"); return 1; }
     int e;
@@ -94,8 +94,9 @@ int main(int argc, char **argv) {
         double t0 = now();
         for (int i = 0; i < calls; i++) {
             if (clEnqueueNDRangeKernel(c->queue, k, 1, NULL, &g, &l, 0, NULL, NULL)) return 2;
-            clFinish(c->queue);
+            if ((i + 1) % every == 0) clFinish(c->queue);
         }
+        clFinish(c->queue);
         double t = (now() - t0) / calls;
         if (t < best) best = t;
     }
@@ -119,6 +120,9 @@ def c_env(loader_dir: str) -> dict:
 CLOCK = [time.perf_counter]     # --cpu: time.thread_time
 
 
+EVERY = 64                          # the no-wait rows: a finish every EVERY calls
+
+
 def per_call(fn, calls: int, repeats: int) -> float:
     clock = CLOCK[0]
     best = float("inf")
@@ -135,6 +139,7 @@ def main(argv=None) -> None:
     ap.add_argument("--device", default=None)
     ap.add_argument("--calls", type=int, default=2000)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=2, help="interleaved rounds of every row")
     ap.add_argument("--steps", type=int, default=2000,
                     help="iterations of hotspot and pathfinder for the per-iteration rows")
     ap.add_argument("--cpu", action="store_true",
@@ -167,6 +172,15 @@ def main(argv=None) -> None:
         f = w.saxpy
         assert float(f(2.0, x, x).get()[0]) == 3.0
         rows[host] = lambda f=f: (f(np.float32(2.0), x, x), dev.queue.finish())
+    # the same calls without a wait each (a finish every EVERY calls, as the C loop's):
+    # the host time of a call beside that of a bare clEnqueueNDRangeKernel
+    count = [0]
+
+    def no_wait(f=wrappers["native"].saxpy, two=np.float32(2.0)):
+        f(two, x, x)
+        count[0] += 1
+        if count[0] % EVERY == 0:
+            dev.queue.finish()
     # the C floor, over the native module's library
     [lib] = (tmp / "cache").rglob("module.so")
     plat, devi = _indexes(dev)
@@ -178,17 +192,23 @@ def main(argv=None) -> None:
                    text=True, check=True)
     env = c_env(str(loader.parent))
     result = {}
-    for rnd in range(2):                # interleaved: floor, native, python, twice
-        r = subprocess.run([str(exe), str(plat), str(devi), str(args.calls), str(args.repeats),
-                            str(dev.wg)],
-                           capture_output=True, text=True, env=env, check=True)
-        result.setdefault("C floor: clEnqueueNDRangeKernel + clFinish", []).append(float(r.stdout))
+    for rnd in range(args.rounds):      # interleaved: floor, native, python, per round
+        def floor(every):
+            r = subprocess.run([str(exe), str(plat), str(devi), str(args.calls),
+                                str(args.repeats), str(dev.wg), str(every)],
+                               capture_output=True, text=True, env=env, check=True)
+            return float(r.stdout)
+        result.setdefault("C floor: clEnqueueNDRangeKernel + clFinish", []).append(floor(1))
         for host, fn in rows.items():
             result.setdefault(f"{host}: saxpy(1 elem, DeviceArrays) + finish", []).append(
                 per_call(fn, args.calls, args.repeats))
+        result.setdefault(f"C: clEnqueueNDRangeKernel, a clFinish every {EVERY}", []).append(
+            floor(EVERY))
+        result.setdefault(f"native: saxpy(...), a finish every {EVERY}", []).append(
+            per_call(no_wait, args.calls, args.repeats))
     what = "CPU time of the calling thread" if args.cpu else "wall"
     print(f"device: {dev.name}; us per call ({what}), best of {args.repeats} x {args.calls} "
-          f"calls, two interleaved rounds")
+          f"calls, {args.rounds} interleaved rounds")
     for name, vals in result.items():
         print(f"  {name:55s} " + "  ".join(f"{v:8.2f}" for v in vals))
     for name, us in per_iteration(tmp, args.device, args.steps).items():
