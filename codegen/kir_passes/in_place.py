@@ -22,9 +22,10 @@ followed at once by `Free(t)`; in between t is only the pointer of Stores
 (never loaded, never copied from, never a value or part of another
 pointer, never assigned), and t is mentioned nowhere else in the function;
 `dst` and `n` read only variables that nothing between the Alloc and the
-copy assigns, and no pointer variable that `dst` reads (nor one derived
-from such a variable) is mentioned between them, so nothing there reads or
-writes the destination except through t.
+copy assigns, and no pointer variable that may point into dst's block (one
+`dst` reads, or one set from or to such a variable, transitively) is
+mentioned between them, so nothing there reads or writes the destination
+except through t.
 
 Why it is exact: with ip the stores land where the copy would have put
 them: t[j] for j < c = n is dst[j] (a Store to an allocated block is in its
@@ -78,18 +79,23 @@ def _all_stms(s: K.Stm):
         yield from walk_stms(b)
 
 
-def _derived(body: K.Block, roots: set) -> set:
-    """Pointer variables set (anywhere in body) from an expression that
-    reads one of roots, transitively; roots included."""
+def _aliases(body: K.Block, roots: set) -> set:
+    """The pointer variables that may point into the same block as one of
+    roots: closed under `p = e` (anywhere in body) in both directions, p
+    with the variables e reads; roots included."""
     out = set(roots)
+    sets = [(s.var.name, {x.name for x in walk_exprs(s.value)
+                          if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)})
+            for s in walk_stms(body) if isinstance(s, K.Set) and isinstance(s.var.type, K.Ptr)]
     changed = True
     while changed:
         changed = False
-        for s in walk_stms(body):
-            if (isinstance(s, K.Set) and isinstance(s.var.type, K.Ptr)
-                    and s.var.name not in out and K.expr_vars(s.value) & out):
-                out.add(s.var.name)
-                changed = True
+        for v, reads in sets:
+            if v in out or reads & out:
+                new = ({v} | reads) - out
+                if new:
+                    out |= new
+                    changed = True
     return out
 
 
@@ -150,7 +156,7 @@ class _Pass:
             return None
         ptrs = {x.name for x in walk_exprs(cp.dst)
                 if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)}
-        touched = _derived(self.fn_body, ptrs)
+        touched = _aliases(self.fn_body, ptrs)
         if any(_mentions(s, touched) for s in mid):
             return None
         self.k += 1

@@ -156,3 +156,17 @@ def test_errors_are_python_modes(wrappers):
             x.neighbours(a, 1)
         with pytest.raises(ShapeError):
             x.ragged(4, 3)
+
+
+def test_destination_reached_through_an_earlier_alias_keeps_its_copy():
+    # dst was set from `other` before the loop: reading `other` in the row
+    # reads the destination's block
+    k = K.KVar("k", F64)
+    f = _row_fn((K.Set(k, K.Load(other, ZERO)),))
+    body = f.body.stms
+    f2 = K.Function("f", f.params, K.Block((K.Set(dst, other),) + body))
+    g = rows_in_place(K.Module([f2])).functions[0]
+    assert not any(isinstance(s, K.Set) and s.var.name.startswith("ip_rp") for s in walk(g.body))
+    # without the alias the same row is built in place
+    g = rows_in_place(K.Module([f])).functions[0]
+    assert any(isinstance(s, K.Set) and s.var.name.startswith("ip_rp") for s in walk(g.body))
