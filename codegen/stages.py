@@ -32,6 +32,7 @@ from .kir_check import KirError
 from .kir_passes.coarsen import coarsen_parfors
 from .kir_passes.contract import contract_products
 from .kir_passes.expand import expand_allocations
+from .kir_passes.in_place import rows_in_place
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
 from .kir_passes.scratch import chunk_scratch
@@ -83,14 +84,15 @@ def kir_stages(target: Target = MULTICORE) -> list[Stage]:
     jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
     already) and streaming stores (x86's; OpenCL C has none) for the mc
     family; allocation expansion (a kernel has no heap) and coarsening for
-    the gpu family."""
+    the gpu family; rows computed in place of their copies (the mc
+    family's: the gpu family expands allocations instead)."""
     stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
         # no index-set splitting: its pieces are more launches, and on the
         # H200 hotspot (both shapes) and pathfinder, launch-bound, ran 1.1-1.9x
         # slower with it (docs/opencl-backend.md, "Index-set splitting")
         return stages + gpu_kernel_stages(target) + [CONTRACT]
-    return ([("simd-interchange", simd_interchange)] + stages
+    return ([("rows-in-place", rows_in_place), ("simd-interchange", simd_interchange)] + stages
             + [("split", split_index_sets), ("jam-while", jam_while_loops),
                ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
                ("stream-stores", stream_stores), CONTRACT])

@@ -132,6 +132,14 @@ def _fusion_duplicates_loops(lw: Lowerer, lam: ir.Lambda, names: list) -> bool:
 # 1024-long f32 matrix: 128 KiB) in the L2 cache while they are reused.
 TILE_I = 16
 TILE_J = 16
+# An element without loops of its own (a stencil's update, an elementwise
+# step) reads a few neighbours contiguous in j: blocking j buys no reuse, and
+# 16-wide tile rows cost a row's set-up (row pointers, shape checks, the
+# split pieces' bounds) per 16 elements and a vector loop of two iterations
+# (srad's update nest: 79 instructions of set-up per 16 elements). Such
+# nests get tile rows of TILE_J_FLAT elements: 16 x 256 tiles, a vector loop
+# of 32 iterations, still many tiles for the threads (256 at 1024 x 1024).
+TILE_J_FLAT = 256
 
 
 def _perfect_nest(lw: Lowerer, e: ir.Map, env):
@@ -179,6 +187,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     upto, nj = nest
     lam = e.lam
     inner = lam.body.stms[upto].exp
+    tj = TILE_J if _has_inner_loops(inner.lam.body) else TILE_J_FLAT
     nj = lw.let("nj", nj)
     # an empty outer map has the rows its empty_dims say (Python mode's stand-in)
     (ej,) = empty_dims(lw, e, env)
@@ -202,7 +211,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
         store(i, j, res[0][0])
 
     def tile(t):
-        i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, TILE_J)
+        i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, tj)
         if register_tiled(lw, inner, i0, i1, j0, j1, open_row, element, store):
             return
 
@@ -211,7 +220,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
                 lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j))
         lw.for_range("i", i0, i1, row)
     with lw.block() as tiles:
-        lw.par_for("t", tile_count(lw, n, nj, TILE_I, TILE_J), tile)
+        lw.par_for("t", tile_count(lw, n, nj, TILE_I, tj), tile)
     # With rows of width 0 there are no tiles, but Python mode still runs the
     # outer function's statements for every row (the check that zipped rows
     # have one length, say): when they can fail, such a nest runs them alone.

@@ -22,7 +22,8 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
            "opencl": dict(target=GPU)}
 
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
-             "interchange", "lower", "simd-interchange", "hoist-allocations", "split", "jam-while",
+             "interchange", "lower", "rows-in-place", "simd-interchange", "hoist-allocations", "split",
+             "jam-while",
              "chunk-scratch", "tile-steps", "stream-stores", "contract"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "flatten", "simplify-after-flatten", "lower", "hoist-allocations",

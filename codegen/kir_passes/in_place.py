@@ -1,0 +1,175 @@
+"""Rows computed in place (the cpu and kir targets): a row that the
+lowering computes into a temporary and then copies into its place in the
+result is computed in its place, when the sizes agree at run time.
+
+    t = alloc(c)                        ip = (c == n)
+    ... t[j] = v ...              =>    if ip { t = dst } else { t = alloc(c) }
+    check                               ... t[j] = v ...
+    copy(dst, t, n)                     check
+    free(t)                             if not ip { copy(dst, t, n); free(t) }
+
+This is copy elision by destination passing (the result's row is the
+destination of the function that makes it; Futhark's in-place lowering of
+map results, and memory-block merging, do the same). The lowering of a map
+whose rows are arrays (mc/segmap.py, `store_row`) always copies: it learns
+a row's shape only after the row is built, and checks it (an irregular
+result is a ShapeError after the row ran, as in Python mode). srad's pixel
+nest wrote its five unzipped rows into five temporaries and copied each:
+11% of its instructions were those copies, besides the extra stores.
+
+When it applies: in one block, `Alloc(t, c)`, later `CopyMem(dst, t, n)`
+followed at once by `Free(t)`; in between t is only the pointer of Stores
+(never loaded, never copied from, never a value or part of another
+pointer, never assigned), and t is mentioned nowhere else in the function;
+`dst` and `n` read only variables that nothing between the Alloc and the
+copy assigns, and no pointer variable that may point into dst's block (one
+`dst` reads, or one set from or to such a variable, transitively) is
+mentioned between them, so nothing there reads or writes the destination
+except through t.
+
+Why it is exact: with ip the stores land where the copy would have put
+them: t[j] for j < c = n is dst[j] (a Store to an allocated block is in its
+bounds, kir.py). Nothing between reads dst, so no value changes; the
+copy's reads of t are gone with the copy. Errors are the same statements
+in the same order (the check still comes after the row); when the row or
+the check fails, dst holds part of a row, and dst is a block of the
+failing call, which nobody sees again. Without ip (an irregular row: the
+check is about to fail) the code is the old one. Each ParFor iteration
+still writes only its own row of dst, as its copy did.
+"""
+from __future__ import annotations
+
+from pyshark.core.types import BOOL
+
+from .. import kir as K
+from .. import scalar as S
+from ..kir_traverse import (binders, declared_vars, map_bodies, map_block, map_stm,
+                            stm_exprs, sub_blocks, walk_exprs, walk_stms)
+
+
+def _mentions(s: K.Stm, names: set) -> bool:
+    """Whether a statement reads or declares any of `names` (nested too)."""
+    for u in _all_stms(s):
+        if any(v.name in names for v in binders(u)):
+            return True
+        if any(K.expr_vars(e) & names for e in stm_exprs(u)):
+            return True
+    return False
+
+
+def _only_stored_through(s: K.Stm, t: str) -> bool:
+    """t appears in s (nested too) only as the pointer of a Store, `t[i] = v`."""
+    for u in _all_stms(s):
+        if any(v.name == t for v in binders(u)):
+            return False
+        if isinstance(u, K.Store):
+            if t in K.expr_vars(u.index) or t in K.expr_vars(u.value):
+                return False
+            if t in K.expr_vars(u.ptr) and not (u.ptr.__class__ is K.KVar and u.ptr.name == t):
+                return False
+            continue
+        if any(t in K.expr_vars(e) for e in stm_exprs(u)):
+            return False
+    return True
+
+
+def _all_stms(s: K.Stm):
+    yield s
+    for b in sub_blocks(s):
+        yield from walk_stms(b)
+
+
+def _aliases(body: K.Block, roots: set) -> set:
+    """The pointer variables that may point into the same block as one of
+    roots: closed under `p = e` (anywhere in body) in both directions, p
+    with the variables e reads; roots included."""
+    out = set(roots)
+    sets = [(s.var.name, {x.name for x in walk_exprs(s.value)
+                          if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)})
+            for s in walk_stms(body) if isinstance(s, K.Set) and isinstance(s.var.type, K.Ptr)]
+    changed = True
+    while changed:
+        changed = False
+        for v, reads in sets:
+            if v in out or reads & out:
+                new = ({v} | reads) - out
+                if new:
+                    out |= new
+                    changed = True
+    return out
+
+
+def _count_mentions(stms, t: str) -> int:
+    """Reads and declarations of t in statements (nested too)."""
+    n = 0
+    for s in stms:
+        for u in _all_stms(s):
+            n += sum(1 for v in binders(u) if v.name == t)
+            n += sum(1 for e in stm_exprs(u) for x in walk_exprs(e)
+                     if x.__class__ is K.KVar and x.name == t)
+    return n
+
+
+class _Pass:
+    def __init__(self, fn_body: K.Block):
+        self.fn_body = fn_body
+        self.k = 0
+
+    def block(self, b: K.Block) -> K.Block:
+        b = map_block(b, lambda s: map_stm(s, block=self.block))
+        stms = list(b.stms)
+        k = 0
+        while k < len(stms):
+            s = stms[k]
+            if isinstance(s, K.Alloc) and not s.zeroed:
+                done = self.try_row(stms, k)
+                if done is not None:
+                    stms = done
+            k += 1
+        return K.Block(tuple(stms))
+
+    def try_row(self, stms: list, p: int):
+        a = stms[p]
+        t = a.var.name
+        q = next((j for j in range(p + 1, len(stms))
+                  if isinstance(stms[j], K.CopyMem) and stms[j].src.__class__ is K.KVar
+                  and stms[j].src.name == t), None)
+        if q is None or q + 1 >= len(stms):
+            return None
+        cp, fr = stms[q], stms[q + 1]
+        if not (isinstance(fr, K.Free) and fr.ptr.__class__ is K.KVar and fr.ptr.name == t):
+            return None
+        if t in K.expr_vars(cp.dst) or t in K.expr_vars(cp.count):
+            return None
+        mid = stms[p + 1:q]
+        if not all(_only_stored_through(s, t) for s in mid):
+            return None
+        # t nowhere else: the Alloc, the stores, the copy and the free
+        uses = _count_mentions(mid, t)
+        if _count_mentions(self.fn_body.stms, t) != uses + 3:
+            return None
+        reads = K.expr_vars(cp.dst) | K.expr_vars(cp.count)
+        assigned: set = set()
+        for s in mid:
+            assigned |= declared_vars(s)
+        if reads & assigned:
+            return None
+        ptrs = {x.name for x in walk_exprs(cp.dst)
+                if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)}
+        touched = _aliases(self.fn_body, ptrs)
+        if any(_mentions(s, touched) for s in mid):
+            return None
+        self.k += 1
+        ip = K.KVar(f"ip_rp{self.k}", BOOL)
+        tv = a.var
+        head = [K.Set(ip, S.b("eq", a.count, cp.count)),
+                K.If(ip, K.Block((K.Set(tv, cp.dst),)), K.Block((a,)))]
+        tail = [K.If(S.lnot(ip), K.Block((cp, fr)), K.Block(()))]
+        return stms[:p] + head + mid + tail + stms[q + 2:]
+
+
+def rows_in_place(m: K.Module) -> K.Module:
+    """The module with rows copied out of temporaries computed in place."""
+    def per_function(body: K.Block) -> K.Block:
+        return _Pass(body).block(body)
+    return map_bodies(m, per_function)
