@@ -33,8 +33,10 @@ def test_stages_record_only_inside_a_recording():
     assert outer.total >= sum(outer.seconds.values()) >= 0
     assert outer.unattributed >= 0
     d = outer.as_dict()
-    assert set(d) == {"total_s", "stages_s", "other_s"}
-    assert "total" in outer.table()
+    assert set(d) == {"total_s", "stages_s", "other_s", "stages_cpu_s", "total_cpu_s"}
+    assert set(d["stages_cpu_s"]) == {"a"} and d["stages_cpu_s"]["a"] >= 0
+    assert outer.total_cpu >= 0
+    assert "total" in outer.table() and "cpu" in outer.table()
 
 
 def test_a_stage_that_raises_is_still_timed():
