@@ -66,3 +66,7 @@ def test_compile_report_note_names_the_slowest_stages():
     from benchmarks.compile_report import breakdown_note
     note = breakdown_note("m", 0.5, {"a": 0.1, "b": 0.3, "c": 0.05})
     assert note.startswith("m: cold compile 500 ms") and note.index("b 300") < note.index("a 100")
+    cpu = {"a": 0.2, "b": 0.25, "total": 0.9}
+    note = breakdown_note("m", 0.5, {"a": 0.1, "b": 0.3, "c": 0.05}, cpu)
+    assert note.startswith("m: cold compile 500 ms (CPU 900 ms)")
+    assert "b 300 ms (CPU 250)" in note and "c 50 ms (CPU 0)" in note
