@@ -225,19 +225,39 @@ def map_bodies(m: K.Module, f: Callable[[K.Block], K.Block],
 # Deep walks
 
 
+# The deep walks keep their own stack: a recursive generator (`yield from`)
+# hands every item up through one frame per level, so walking a tree of
+# depth d costs O(d) per node; the split and interchanged bodies of a
+# program like LocVolCalib nest expressions deeply enough that this was
+# most of the Python side of a compile (issue 17 item 5).
+
+
 def walk_stms(block: K.Block) -> Iterator[K.Stm]:
     """Every statement of a block, sub-blocks included, in order (pre-order)."""
-    for s in block.stms:
-        yield s
-        for n in _BLOCKS.get(s.__class__, ()):
-            yield from walk_stms(getattr(s, n))
+    stack = [iter(block.stms)]
+    blocks = _BLOCKS
+    while stack:
+        for s in stack[-1]:
+            yield s
+            names = blocks.get(s.__class__)
+            if names:
+                stack.append(iter([t for n in names for t in getattr(s, n).stms]))
+                break
+        else:
+            stack.pop()
 
 
 def walk_exprs(e: K.Expr) -> Iterator[K.Expr]:
     """e and every expression inside it, pre-order."""
-    yield e
-    for n in _EXPR_PARTS.get(e.__class__, ()):
-        yield from walk_exprs(getattr(e, n))
+    parts = _EXPR_PARTS
+    stack = [e]
+    pop, push = stack.pop, stack.extend
+    while stack:
+        x = pop()
+        yield x
+        names = parts.get(x.__class__)
+        if names:
+            push([getattr(x, n) for n in reversed(names)])
 
 
 def block_exprs(block: K.Block) -> Iterator[K.Expr]:
@@ -280,7 +300,36 @@ def has_expr(e: K.Expr, classes) -> bool:
 
 def expr_vars(e: K.Expr) -> set[str]:
     """Names of the variables an expression reads."""
-    return {x.name for x in walk_exprs(e) if x.__class__ is K.KVar}
+    out: set = set()
+    _add_vars(e, out)
+    return out
+
+
+def _add_vars(e: K.Expr, out: set) -> None:
+    parts = _EXPR_PARTS
+    kvar = K.KVar
+    stack = [e]
+    pop = stack.pop
+    while stack:
+        x = pop()
+        cls = x.__class__
+        if cls is kvar:
+            out.add(x.name)
+        else:
+            names = parts.get(cls)
+            if names:
+                stack.extend([getattr(x, n) for n in names])
+
+
+def block_vars(block: K.Block) -> set[str]:
+    """Names of the variables read anywhere in a block (sub-blocks included):
+    {x.name for x in block_exprs(block) if x is a KVar}, without the
+    generators."""
+    out: set = set()
+    for s in walk_stms(block):
+        for e in stm_exprs(s):
+            _add_vars(e, out)
+    return out
 
 
 def declared_vars(s: K.Stm) -> set[str]:
@@ -306,8 +355,7 @@ def free_vars_of_block(block: K.Block) -> set[str]:
     declared: set[str] = set()
     for s in block.stms:
         declared |= declared_vars(s)
-    read = {x.name for x in block_exprs(block) if x.__class__ is K.KVar}
-    return read - declared
+    return block_vars(block) - declared
 
 
 def parfor_captures(p: K.ParFor) -> list[K.KVar]:
@@ -375,6 +423,6 @@ __all__ = [
     "FIELD_NAMES", "ParForRewriter", "rebuild", "children", "map_expr", "stm_exprs", "sub_blocks", "binders",
     "map_stm", "map_block", "map_bodies", "walk_stms", "walk_exprs", "block_exprs",
     "fold_exprs", "fold_stms", "rewrite_expr", "rewrite_block_exprs", "has_expr",
-    "expr_vars", "declared_vars", "free_vars_of_block", "parfor_captures", "block_can_fail",
+    "expr_vars", "block_vars", "declared_vars", "free_vars_of_block", "parfor_captures", "block_can_fail",
     "rename_expr", "rename_block", "atomic_max_operand",
 ]

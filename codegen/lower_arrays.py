@@ -82,7 +82,7 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
     ok = conds[0]
     for c in conds[1:]:
         ok = S.land(ok, c)
-    ok = lw.let("inb", ok)
+    ok = lw.let_shared("inb", ok)
     lw.emit(K.If(ok, K.Block((K.For(i, lo, hi, fast),)), K.Block((K.For(i, lo, hi, checked),))))
 
 

@@ -25,11 +25,17 @@ class StageTimes:
     """Seconds per stage, in the order the stages first ran; a stage that
     runs twice (a module of several sources) adds up."""
     seconds: dict = field(default_factory=dict)
+    #: CPU seconds of the whole process (every thread) per stage: steadier than
+    #: wall time on a loaded machine; LLVM's parallel parts add up here
+    cpu: dict = field(default_factory=dict)
     #: the wall time of the whole recording (stages plus what falls between them)
     total: float = 0.0
+    #: the process CPU time of the whole recording
+    total_cpu: float = 0.0
 
-    def add(self, name: str, seconds: float) -> None:
+    def add(self, name: str, seconds: float, cpu: float = 0.0) -> None:
         self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu
 
     @property
     def unattributed(self) -> float:
@@ -38,14 +44,18 @@ class StageTimes:
 
     def as_dict(self) -> dict:
         return {"total_s": self.total, "stages_s": dict(self.seconds),
-                "other_s": self.unattributed}
+                "stages_cpu_s": dict(self.cpu), "other_s": self.unattributed,
+                "total_cpu_s": self.total_cpu}
 
     def table(self) -> str:
         """One line per stage: name, milliseconds, share of the total."""
         tot = self.total or sum(self.seconds.values()) or 1.0
-        rows = list(self.seconds.items()) + [("(other)", self.unattributed)]
-        return "\n".join(f"{n:24s} {s * 1e3:9.1f} ms {100 * s / tot:5.1f}%" for n, s in rows) \
-            + f"\n{'total':24s} {self.total * 1e3:9.1f} ms"
+        rows = [(n, s, self.cpu.get(n, 0.0)) for n, s in self.seconds.items()]
+        rows.append(("(other)", self.unattributed,
+                     max(0.0, self.total_cpu - sum(self.cpu.values()))))
+        return "\n".join(f"{n:24s} {s * 1e3:9.1f} ms {100 * s / tot:5.1f}%  cpu {c * 1e3:9.1f} ms"
+                         for n, s, c in rows) \
+            + f"\n{'total':24s} {self.total * 1e3:9.1f} ms         cpu {self.total_cpu * 1e3:9.1f} ms"
 
 
 def current() -> Optional[StageTimes]:
@@ -59,11 +69,12 @@ def recording() -> Iterator[StageTimes]:
     innermost one)."""
     rec = StageTimes()
     token = _CURRENT.set(rec)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         yield rec
     finally:
         rec.total = time.perf_counter() - t0
+        rec.total_cpu = time.process_time() - c0
         _CURRENT.reset(token)
 
 
@@ -74,11 +85,11 @@ def stage(name: str) -> Iterator[None]:
     if rec is None:
         yield
         return
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     try:
         yield
     finally:
-        rec.add(name, time.perf_counter() - t0)
+        rec.add(name, time.perf_counter() - t0, time.process_time() - c0)
 
 
 __all__ = ["StageTimes", "current", "recording", "stage"]

@@ -277,13 +277,14 @@ def _join(parts: list) -> str:
 def _compile_part(text: str, tm, times: dict) -> tuple[bytes, bool]:
     """One part, in its own LLVM context (contexts are not thread-safe):
     parse, verify, optimise, libmvec, object code; `times` gets each
-    stage's seconds."""
+    stage's seconds (wall, and this thread's CPU under "cpu:" + name)."""
     import time
 
     def timed(name, f):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         r = f()
         times[name] = time.perf_counter() - t0
+        times["cpu:" + name] = time.thread_time() - c0
         return r
     ctx = llvm.create_context()
     mod = timed("llvm-parse", lambda: llvm.parse_assembly(text, context=ctx))
@@ -334,7 +335,7 @@ def _part_machines(n: int) -> list:
 def _compile_parallel(parts: list) -> tuple[list, bool]:
     """Every part in a thread of its own (llvmlite releases the GIL in
     LLVM's calls); each stage is recorded as its longest part's time, the
-    parts running side by side."""
+    parts running side by side, and the CPU time of all parts."""
     from concurrent.futures import ThreadPoolExecutor
     from pyshark.compile_times import current
     times = [dict() for _ in parts]
@@ -345,7 +346,9 @@ def _compile_parallel(parts: list) -> tuple[list, bool]:
     rec = current()
     if rec is not None:
         for name in times[0]:
-            rec.add(name, max(d.get(name, 0.0) for d in times))
+            if not name.startswith("cpu:"):
+                rec.add(name, max(d.get(name, 0.0) for d in times),
+                        sum(d.get("cpu:" + name, 0.0) for d in times))
     return [o for o, _ in res], any(m for _, m in res)
 
 

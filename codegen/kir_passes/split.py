@@ -492,13 +492,32 @@ class Splitter:
         penv.rewrite = True
         for n in syms:
             penv.mag[n] = min(penv.mag.get(n, UNB), BIG)
-        out = self.pieces(s, penv, watch, wlo, whi, a, b, flat)
+        # the budget: what the split adds, counted once (the inner loops'
+        # own splits are part of it), and nothing when it is declined
+        saved = self.budget
+        # grown = size(pieces) + 1 with a guard (the original stays as its
+        # else), size(pieces) - size(s) without
+        base = -1 if guard is not None else _size(K.Block((s,)))
+        # every piece keeps at least the body's statements outside Ifs
+        # (_kept), so a split that must exceed the budget is declined
+        # before its pieces are made
+        kept = _kept(s.body)
+        least = (2 if b is not None else 1) + ((3 if b is not None else 2) * (1 + kept)
+                                               if kept else 0)
+        if least - base > saved:
+            return None
+        try:
+            out = self.pieces(s, penv, watch, wlo, whi, a, b, flat, (base, saved))
+        except _OverBudget:
+            self.budget = saved
+            return None
         if guard is not None:
             out = [K.If(guard, K.Block(tuple(out)), K.Block((s,)))]
         grown = _size(K.Block(tuple(out))) - _size(K.Block((s,)))
-        if grown > self.budget:
+        if grown > saved:
+            self.budget = saved
             return None
-        self.budget -= grown
+        self.budget = saved - grown
         return out
 
     def _optimistic(self, env: Env, body: K.Block) -> None:
@@ -528,7 +547,12 @@ class Splitter:
         return a, b
 
     def pieces(self, s, env: Env, watch: str, lo: Aff, hi: Aff, a: Aff, b: Optional[Aff],
-               flat) -> list:
+               flat, limit: tuple = (0, UNB)) -> list:
+        """The pieces of s; _OverBudget as soon as those made so far,
+        size minus limit[0], exceed the budget limit[1] (the pieces only add
+        statements, so the whole split would too: LocVolCalib spent most of
+        split's time making pieces of a 1,465-statement loop to decline
+        them)."""
         par = isinstance(s, K.ParFor)
         i64 = K.KVar("split", I64)
         sa, sb = self.fresh(i64, "a"), self.fresh(i64, "b")
@@ -542,8 +566,14 @@ class Splitter:
         else:
             out.append(K.Set(sb, _clamp(aff_expr(b), sa, hi_x)))
             spec += [(sa, sb, [a], [b], True), (sb, hi_x, [a, b], [], bool((hi - b).terms))]
-        for start, end, lows, highs, wide in spec:
+        base, budget = limit
+        kept = _kept(s.body)
+        for k, (start, end, lows, highs, wide) in enumerate(spec):
             out += self.piece(s, env, watch, lo, hi, start, end, lows, highs, flat, wide)
+            # the pieces still to come add at least 1 + kept each (_kept)
+            rest = (len(spec) - 1 - k) * (1 + kept) if kept else 0
+            if _size(K.Block(tuple(out))) + rest - base > budget:
+                raise _OverBudget
         return out
 
     def piece(self, s, env: Env, watch, lo, hi, start, end, lows, highs, flat, wide) -> list:
@@ -707,6 +737,10 @@ def _at(x: Aff, v: str, end: K.Expr) -> K.Expr:
     return K.Bin("add", rest, t)
 
 
+class _OverBudget(Exception):
+    """A split that would add more statements than the budget left."""
+
+
 class _Optimistic(dict):
     def get(self, k, default=None):
         return dict.get(self, k, BIG)
@@ -749,6 +783,21 @@ def split_index_sets(m: K.Module) -> K.Module:
 
 def _size(b: K.Block) -> int:
     return sum(1 for _ in walk_stms(b))
+
+
+def _kept(b: K.Block) -> int:
+    """A lower bound on the statements of b after Splitter.block in any
+    environment: only an If may fold away (to a branch or to nothing); a
+    loop stays a loop (or pieces of one, each at least as big) and every
+    other statement stays."""
+    n = 0
+    for s in b.stms:
+        if isinstance(s, K.If):
+            continue
+        n += 1
+        for sb in K.sub_blocks(s):
+            n += _kept(sb)
+    return n
 
 
 __all__ = ["split_index_sets", "Aff"]

@@ -34,6 +34,7 @@ import json
 import os
 from pathlib import Path
 
+from pyshark.compile_times import stage
 from pyshark.core import ir
 from pyshark.errors import DeviceError
 from pyshark.wrapper.backend import Backend, LoadedModule, entries_from_manifest, translate_and_check
@@ -79,8 +80,10 @@ def compile_native(program, kernels: K.Module, options, directory: Path) -> dict
     if not build.available():
         return {"why": "no C compiler or no OpenCL ICD loader"}
     try:
-        text, _cl, _kernels, host_parfors = emit_host_module(kernels, fastmath=options.fastmath)
-        build.build_library(text, Path(directory) / LIB_FILE)
+        with stage("emit-host"):            # the host code's LLVM IR (native/emit_host.py)
+            text, _cl, _kernels, host_parfors = emit_host_module(kernels,
+                                                                 fastmath=options.fastmath)
+        build.build_library(text, Path(directory) / LIB_FILE)   # llvm-* and link stages
     except (NotImplementedError, RuntimeError) as exc:
         return {"why": f"{type(exc).__name__}: {exc}"}
     (Path(directory) / HEADER_FILE).write_text(c_header(program))
@@ -93,7 +96,9 @@ def kernels_for(program, options, target):
     program and a gpu target: every stage of codegen/stages.pipeline_for(
     target), then spell_kernels."""
     from ..stages import build_kernels
-    return spell_kernels(build_kernels(program, options, target=target))
+    kernels = build_kernels(program, options, target=target)
+    with stage("emit-opencl"):              # OpenCL C and the Python host code
+        return spell_kernels(kernels)
 
 
 def spell_kernels(kernels: K.Module):
@@ -221,6 +226,10 @@ class OpenCLBackend(Backend):
         return files
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
+        with stage("load"):                 # the OpenCL C build (PoCL's) is done here
+            return self._load(directory, manifest)
+
+    def _load(self, directory: Path, manifest: dict) -> LoadedModule:
         from .emit_cl import uses_f64
         directory = Path(directory)
         files = manifest["files"]

@@ -178,3 +178,22 @@ def test_perfect_map_nest_becomes_one_tiled_parallel_loop():
     args = [Buffer(a.reshape(-1).copy()), np.int64(2), np.int64(3),
             Buffer(b.reshape(-1).copy()), np.int64(3), np.int64(4)]
     assert np.array_equal(_run(m, "mm", args, [("array", 2)]), a @ b)
+
+
+def test_versioning_conditions_share_their_parts():
+    """A loop-versioning condition built from nested min/max bounds is bound
+    piece by piece (Lowerer.let_shared), not written out as a tree: the
+    FShark-shaped LocVolCalib's largest was 20,775 nodes over 706 distinct
+    sub-expressions (its emitted LLVM IR halved when they were shared)."""
+    from pathlib import Path
+    from pyshark.codegen.kir_traverse import walk_exprs
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "programs" / "locvolcalib.py"
+    program = translate_source(path.read_text(), str(path))
+    check_program(program)
+    m = lower_program(program, Options())
+    K.check_module(m)
+    sizes = [sum(1 for _ in walk_exprs(e)) for f in m.functions for s in walk(f.body)
+             for e in K.stm_exprs(s)]
+    assert max(sizes) < 400
+    assert sum(1 for f in m.functions for s in walk(f.body)
+               if isinstance(s, K.Set) and s.var.name.startswith("inb")) > 20

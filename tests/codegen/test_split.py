@@ -264,3 +264,24 @@ def test_no_comparison_no_split():
     check_program(program)
     m = build_kernels(program, until="hoist-allocations")
     assert K.pretty_module(split_index_sets(m)) == K.pretty_module(m)
+
+
+@pytest.mark.parametrize("budget", [0, 10, 60, 200, 600, 3000])
+def test_growth_stays_within_the_budget(budget):
+    """split_function adds at most `budget` statements, counting a split's
+    inner splits once, and a declined split (one over the budget, made or
+    declined before its pieces exist) spends nothing: a larger budget never
+    gives less growth."""
+    from pyshark.codegen.kir_passes.split import split_function
+    program = translate_source(textwrap.dedent(SRC), "<split>")
+    check_program(program)
+    m = build_kernels(program, until="hoist-allocations")
+    f = _fn(m, "hotspot")
+
+    def size(fn):
+        return sum(1 for _ in K.walk_stms(fn.body))
+    grown = size(split_function(f, budget)) - size(f)
+    assert grown <= budget
+    if budget:
+        assert grown >= size(split_function(f, budget // 2)) - size(f) >= 0
+    K.check_module(K.Module([split_function(f, budget)], list(m.messages)))

@@ -64,3 +64,51 @@ def test_split_module_links_and_behaves(tmp_path: Path):
     lib2 = Built(m, load_library(jit), "")
     lib2.call("collatz", 27, o)
     assert o[0] == 111
+
+
+GLUE_SRC = '''
+import pyshark.prelude as ps
+
+
+@ps.entry
+def normalise(xs: ps.Array[int], k: int) -> ps.Array[int]:
+    s = ps.reduce(lambda a, b: a + b, 0, ps.map(lambda x: x * x, xs))
+    ys = ps.map(lambda x: x * 1000 // (s + 1), xs)
+    return ps.map(lambda i: ys[i] + ys[(i + k) % len(ys)] + xs[i - k], ps.iota(len(ys)))
+'''
+
+
+def test_a_glue_entry_spreads_its_parfors_over_parts(tmp_path: Path):
+    """An entry whose host code is optnone glue learns nothing from its
+    ParFor bodies' inferred attributes, so each body (with its .omp) is a
+    unit of its own (split.py): one entry's bodies are compiled in several
+    threads, defined hidden in their part and declared in the entry's."""
+    import textwrap
+    from pyshark import Wrapper
+    from pyshark.codegen.stages import build_kernels
+    from pyshark.core.check import check_program
+    from pyshark.translate import translate_source
+    program = translate_source(textwrap.dedent(GLUE_SRC), "<glue>")
+    check_program(program)
+    m = build_kernels(program)
+    parts = emit_module_parts(m, 2)
+    assert len(parts) == 2
+    host = [p for p in parts if 'define i32 @"pyshark_normalise"' in p]
+    other = [p for p in parts if p not in host]
+    assert len(host) == 1 and 'optnone' in host[0]
+    assert 'declare hidden void @"pyshark_normalise.parfor' in host[0]
+    assert 'define hidden void @"pyshark_normalise.parfor' in other[0]
+    src = tmp_path / "glue.py"
+    src.write_text(textwrap.dedent(GLUE_SRC))
+    xs = np.arange(-300, 701, dtype=np.int64)
+    py = Wrapper("python")
+    py.add_source_file(src)
+    py.compile_and_load()
+    w = Wrapper("cpu", cache_dir=str(tmp_path / "cache"), num_threads=2)
+    w.add_source_file(src)
+    w.compile_and_load()
+    for k in (0, 3, 1000):
+        np.testing.assert_array_equal(w.normalise(xs, k), py.normalise(xs, k))
+    import pytest
+    with pytest.raises(IndexError):
+        w.normalise(xs, -5000)

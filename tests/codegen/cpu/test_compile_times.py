@@ -33,8 +33,10 @@ def test_stages_record_only_inside_a_recording():
     assert outer.total >= sum(outer.seconds.values()) >= 0
     assert outer.unattributed >= 0
     d = outer.as_dict()
-    assert set(d) == {"total_s", "stages_s", "other_s"}
-    assert "total" in outer.table()
+    assert set(d) == {"total_s", "stages_s", "other_s", "stages_cpu_s", "total_cpu_s"}
+    assert set(d["stages_cpu_s"]) == {"a"} and d["stages_cpu_s"]["a"] >= 0
+    assert outer.total_cpu >= 0
+    assert "total" in outer.table() and "cpu" in outer.table()
 
 
 def test_a_stage_that_raises_is_still_timed():
@@ -64,3 +66,27 @@ def test_compile_report_note_names_the_slowest_stages():
     from benchmarks.compile_report import breakdown_note
     note = breakdown_note("m", 0.5, {"a": 0.1, "b": 0.3, "c": 0.05})
     assert note.startswith("m: cold compile 500 ms") and note.index("b 300") < note.index("a 100")
+    cpu = {"a": 0.2, "b": 0.25, "total": 0.9}
+    note = breakdown_note("m", 0.5, {"a": 0.1, "b": 0.3, "c": 0.05}, cpu)
+    assert note.startswith("m: cold compile 500 ms (CPU 900 ms)")
+    assert "b 300 ms (CPU 250)" in note and "c 50 ms (CPU 0)" in note
+
+
+def test_opencl_compile_names_its_own_stages(tmp_path):
+    """The opencl backend's record: the pipeline, the OpenCL C and host
+    emission, the native host build (LLVM and the link) and the load, which
+    includes the OpenCL C build by the driver (PoCL here)."""
+    from pyshark import Wrapper
+    from pyshark.wrapper.registry import available_backends
+    if "opencl" not in available_backends():
+        pytest.skip("no OpenCL device")
+    src = tmp_path / "scale.py"
+    src.write_text(SRC)
+    w = Wrapper("opencl", cache_dir=str(tmp_path / "cache"))
+    w.add_source_file(src)
+    with CT.recording() as rec:
+        w.compile_and_load()
+    assert {"translate", "lower", "kir-check", "emit-opencl", "load"} <= set(rec.seconds)
+    from pyshark.codegen.opencl.native import build
+    if build.available():
+        assert {"emit-host", "llvm-optimise"} <= set(rec.seconds)
