@@ -329,6 +329,7 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         code = gen_call(e->fn, iv, fv);
         Py_END_ALLOW_THREADS
     }
+    e->fast_calls++;                        /* it ran here, whatever it returned */
     if (code) {
         free_blocks(e, blocks, 0);
         PyObject *r = PyObject_CallFunction(e->fail, "ii(LLLL)", (int)ctx.code, (int)ctx.msg,
@@ -341,9 +342,7 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         }
         return NULL;
     }
-    PyObject *out = results(e, cells, blocks, shapes);
-    if (out) e->fast_calls++;
-    return out;
+    return results(e, cells, blocks, shapes);
 }
 
 /* -- the type ------------------------------------------------------------------------ */
