@@ -90,7 +90,8 @@ def _make_extension():
 #: interleaved (8 of them: every vector register), and integer arguments past
 #: the registers (the stack slots)
 _PROBE = (["ptr", "i8", "f32", "u8", "f64", "i16", "u16", "f32", "i32", "u32", "bool", "f64"]
-          + ["i64", "u64", "f32", "ptr", "f64", "i64", "f32", "i32"] + ["i64"] * 12 + ["i8"])
+          + ["i64", "u64", "f32", "ptr", "f64", "i64", "f32", "i32", "f64"] + ["i64"] * 12
+          + ["i8"])
 _PROBE_VALUES = {"ptr": 0x7F00_1234_5678, "i8": -5, "u8": 250, "i16": -30000, "u16": 60000,
                  "i32": -2_000_000_000, "u32": 4_000_000_000, "bool": 1, "i64": -(2 ** 62) + 7,
                  "u64": 2 ** 64 - 3, "f32": 1.5, "f64": -2.25}
@@ -105,7 +106,8 @@ def abi_probe(mod) -> None:
     signature, through libffi) of the mixed signature _PROBE through the
     extension's generic call, packing each argument as an Entry does, and
     checks that every value arrived; RuntimeError if not."""
-    if len(_PROBE) > mod.NINT + mod.NFLT:
+    nflt = sum(k in ("f32", "f64") for k in _PROBE)
+    if nflt != mod.NFLT or len(_PROBE) - nflt > mod.NINT:
         raise RuntimeError("the ABI probe does not fit the generic call")
     sent = [_PROBE_VALUES[k] + (i if k in ("i64", "i32", "f32", "f64") else 0)
             for i, k in enumerate(_PROBE)]

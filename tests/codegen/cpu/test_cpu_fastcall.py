@@ -343,10 +343,26 @@ def test_without_python_headers_the_python_path_runs(tmp_path, monkeypatch):
     np.testing.assert_array_equal(w.saxpy(np.float32(1), x, x), [2, 2, 2])
 
 
-def test_the_abi_probe_checks_the_generic_call():
+def test_the_generic_call_passes_every_kind_of_argument():
+    """The fixed prototype reaches a C function of another signature (a
+    ctypes callback): integers widened in order, f32 as a double's low bits,
+    integers past the registers on the stack; abi_probe checks a wider mix."""
+    import ctypes
+    import struct
     _extension_or_skip()
     from pyshark.codegen.cpu import fastcall
-    fastcall.abi_probe(fastcall.extension())        # raises where a value does not arrive
+    mod = fastcall.extension()
+    fastcall.abi_probe(mod)                         # raises where a value does not arrive
+    got = []
+    types = [ctypes.c_float, ctypes.c_int8, ctypes.c_double] + [ctypes.c_int64] * 8 \
+        + [ctypes.c_uint16]
+    cb = ctypes.CFUNCTYPE(ctypes.c_int32, *types)(lambda *a: got.extend(a) or -7)
+    ints = [(-3) & (2 ** 64 - 1)] + list(range(10, 18)) + [65535]
+    flts = [struct.unpack("<I", struct.pack("<f", 0.75))[0],
+            struct.unpack("<Q", struct.pack("<d", -1e300))[0]]
+    assert mod.call_generic(ctypes.cast(cb, ctypes.c_void_p).value, tuple(ints),
+                            tuple(flts)) == -7
+    assert got == [0.75, -3, -1e300] + list(range(10, 18)) + [65535]
 
 
 CHILD = r"""
