@@ -37,12 +37,16 @@ def test_every_package_is_listed():
 
 
 def test_the_native_runtime_source_is_package_data():
-    """Every C source and header of the native runtime matches a package-data
-    pattern (the runtime is compiled on the user's machine)."""
+    """Every C source and header of a package (the opencl native runtime, the
+    C fast paths of entry calls) matches a package-data pattern: they are
+    compiled on the user's machine."""
     from fnmatch import fnmatch
-    patterns = _config()["package-data"]["pyshark.codegen.opencl.native"]
-    folder = _folders()["pyshark.codegen.opencl.native"]
-    sources = [f.name for f in folder.iterdir() if f.suffix in (".c", ".h")]
-    assert sources
-    missing = [n for n in sources if not any(fnmatch(n, p) for p in patterns)]
-    assert not missing, f"not package data in pyproject.toml: {missing}"
+    data = _config()["package-data"]
+    seen = []
+    for name, folder in _folders().items():
+        sources = [f.name for f in folder.iterdir() if f.suffix in (".c", ".h")]
+        seen += sources
+        patterns = data.get(name, [])
+        missing = [n for n in sources if not any(fnmatch(n, p) for p in patterns)]
+        assert not missing, f"not package data of {name} in pyproject.toml: {missing}"
+    assert "rt.h" in seen and seen.count("fastcall.c") == 2

@@ -133,6 +133,15 @@ class CpuModule(LoadedModule):
     def call(self, name: str, canon_args: list):
         return self.callers[name](canon_args)
 
+    def fast_entry(self, name: str, slow):
+        """The Wrapper's attribute for entry `name`: fastcall.py's C call
+        object over its _Caller (the common case in C, the rest through
+        `slow`, the Wrapper's own bound call), or None for `slow` itself."""
+        from .fastcall import entry
+        caller = self.callers.get(name)
+        return None if caller is None else entry(caller, slow, main=_MAIN,
+                                                 pnt=PROCESS_NUM_THREADS, free=_free)
+
 
 class _Caller:
     """Marshals one entry's arguments and results (the flatten -> call ->
@@ -145,6 +154,7 @@ class _Caller:
         self.num_threads = num_threads      # the Wrapper's; None: the process default
         self.messages = messages
         self.params = [(np.dtype(ScalarType(e).dtype), r) for e, r in spec["params"]]
+        self.kinds = [e for e, r in spec["params"]]
         self.results = [(np.dtype(ScalarType(e).dtype), r, e) for e, r in spec["results"]]
         # the shared flatten/unflatten path (convert.FlatCall); its two fast
         # paths are inlined in __call__: parameters that are all scalars or
@@ -162,7 +172,8 @@ class _Caller:
         for dt, r, e in self.results:
             argtypes += [ctypes.c_void_p] if r == 0 else [ctypes.c_void_p, ctypes.c_void_p]
         # a CFUNCTYPE foreign function releases the GIL during the call
-        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(lib.address_of(sym))
+        self.address = lib.address_of(sym)
+        self.fn = ctypes.CFUNCTYPE(ctypes.c_int32, *argtypes)(self.address)
         self.lib = lib          # keeps the library (or JIT engine) alive
 
     def __call__(self, canon_args: list):
@@ -223,6 +234,11 @@ class _Caller:
 
     def _error(self, ctx: Ctx) -> Exception:
         return error_from(ctx.code, ctx.msg, ctx.args, self.messages)
+
+    def raise_error(self, code: int, msg: int, args: tuple):
+        """Raises what __call__ raises for a failed call whose ctx holds
+        code, msg and args (the C fast path's `fail`)."""
+        raise error_from(code, msg, args, self.messages)
 
 
 @contextmanager

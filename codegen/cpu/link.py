@@ -39,6 +39,7 @@ from pyshark.compile_times import stage
 from pyshark.core.types import BOOL
 
 from .. import kir as K
+from ..native_ext import find_c_compiler  # noqa: F401 (its home before native_ext)
 
 _LOCK = threading.RLock()
 _STATE: dict = {}
@@ -199,17 +200,6 @@ def optimised_ir(llvm_ir: str, *, fastmath: bool = False) -> str:
     (`fastmath` is accepted for symmetry: the flags are in the IR already.)"""
     with _LOCK:
         return str(_optimise_for_host(llvm_ir, target_machine())[0])
-
-
-def find_c_compiler() -> Optional[str]:
-    """$CC when set (and found), else cc, gcc or clang on PATH; None if none."""
-    cands = [os.environ["CC"]] if os.environ.get("CC") else []
-    cands += ["cc", "gcc", "clang"]
-    for c in cands:
-        p = shutil.which(c)
-        if p:
-            return p
-    return None
 
 
 def optimise_and_build(llvm_ir: Union[str, list], out_path: Union[str, Path], *,

@@ -29,7 +29,7 @@ RT_HEADER = HERE / "rt.h"
 
 
 def _compiler() -> Optional[str]:
-    from ...cpu.link import find_c_compiler
+    from ...native_ext import find_c_compiler
     return find_c_compiler()
 
 

@@ -23,17 +23,14 @@ bytes (`scalar_bytes`).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
-import subprocess
-import sys
-import sysconfig
-import tempfile
 import threading
 from pathlib import Path
 from typing import Callable, Optional
 
 import numpy as np
+
+from ...native_ext import build_extension, load_extension, once
 
 HERE = Path(__file__).parent
 SOURCE = HERE / "fastcall.c"
@@ -57,51 +54,8 @@ def why_not() -> Optional[str]:
 
 def extension():
     """The loaded extension module, or None (built and loaded once per process)."""
-    if "module" in _STATE:
-        return _STATE["module"]
-    with _BUILD:
-        if "module" not in _STATE:
-            try:
-                _STATE["module"] = _load(_build())
-            except Exception as exc:            # no Python.h, no compiler, a failed load
-                _STATE["module"], _STATE["why"] = None, f"{type(exc).__name__}: {exc}"
-    return _STATE["module"]
-
-
-def _build() -> Path:
-    from ...cpu.link import find_c_compiler
-    cc = find_c_compiler()
-    if cc is None:
-        raise RuntimeError("no C compiler (cc, gcc or clang)")
-    include = sysconfig.get_paths().get("include") or ""
-    if not (Path(include) / "Python.h").is_file():
-        raise RuntimeError(f"no Python.h in {include!r} (the interpreter's development "
-                           f"headers are not installed)")
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = hashlib.sha256(SOURCE.read_bytes() + "\0".join(
-        [cc, include, sys.version, suffix, sys.platform]).encode()).hexdigest()[:16]
-    out = Path(tempfile.gettempdir()) / f"pyshark-fastcall-{os.getuid()}-{key}{suffix}"
-    if not out.is_file():
-        tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        cmd = [cc, "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-I", include, str(SOURCE),
-               "-o", str(tmp)]
-        if sys.platform == "darwin":
-            cmd[1:1] = ["-undefined", "dynamic_lookup"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise RuntimeError(f"compiling {SOURCE.name} failed ({' '.join(cmd)}):\n{r.stderr}")
-        os.replace(tmp, out)
-    return out
-
-
-def _load(path: Path):
-    from importlib.machinery import ExtensionFileLoader
-    from importlib.util import module_from_spec, spec_from_file_location
-    loader = ExtensionFileLoader(NAME, str(path))
-    spec = spec_from_file_location(NAME, str(path), loader=loader)
-    mod = module_from_spec(spec)
-    loader.exec_module(mod)
-    return mod
+    return once(_STATE, _BUILD, lambda: load_extension(NAME, build_extension(
+        SOURCE, "pyshark-fastcall")))
 
 
 def _scalar_ok(mod, dt: np.dtype) -> bool:
