@@ -27,6 +27,11 @@ from pathlib import Path
 from typing import Callable, Iterable, Optional
 
 
+#: what the fast paths' C sources share (the Entry type's Python face); its
+#: folder is on every extension's include path
+SHARED_HEADER = Path(__file__).parent / "fastcall_entry.h"
+
+
 def find_c_compiler() -> Optional[str]:
     """$CC when set (and found), else cc, gcc or clang on PATH; None if none."""
     cands = [os.environ["CC"]] if os.environ.get("CC") else []
@@ -58,9 +63,9 @@ def build_extension(source: Path, prefix: str, includes: Iterable[str] = (),
     if cc is None:
         raise RuntimeError("no C compiler (cc, gcc or clang)")
     include = python_include()
-    includes = [include, *includes]
+    includes = [include, str(SHARED_HEADER.parent), *includes]
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    digest = hashlib.sha256(Path(source).read_bytes() + "\0".join(
+    digest = hashlib.sha256(Path(source).read_bytes() + SHARED_HEADER.read_bytes() + "\0".join(
         [cc, *includes, sys.version, suffix, sys.platform, key]).encode()).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"{prefix}-{os.getuid()}-{digest}{suffix}"
     if not out.is_file():

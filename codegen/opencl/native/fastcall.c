@@ -43,12 +43,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#if PY_VERSION_HEX < 0x030C0000
-#define HAVE_VECTORCALL_FLAG _Py_TPFLAGS_HAVE_VECTORCALL
-#else
-#define HAVE_VECTORCALL_FLAG Py_TPFLAGS_HAVE_VECTORCALL
-#endif
-
 typedef int32_t (*ocl_call_fn)(void *ctx, void *packed, const int32_t *lay, uint64_t *w,
                                int64_t ndead, const uint64_t *dead);
 
@@ -401,50 +395,10 @@ static void entry_dealloc(PyObject *self) {
     Py_TYPE(self)->tp_free(self);
 }
 
-/* An Entry is a routine to inspect and pydoc (a method descriptor that binds to
-   nothing, as a staticmethod): help() shows its name, signature and docstring. */
-static PyObject *entry_get(PyObject *self, PyObject *obj, PyObject *type) {
-    Py_INCREF(self);
-    return self;
-}
+#include "fastcall_entry.h"
 
-static PyObject *entry_repr(PyObject *self) {
-    Entry *e = (Entry *)self;
-    PyObject *name = e->dict ? PyDict_GetItemString(e->dict, "__name__") : NULL;
-    return name ? PyUnicode_FromFormat("<pyshark entry %S>", name)
-                : PyUnicode_FromString("<pyshark entry>");
-}
-
-static PyMemberDef entry_members[] = {
-    {"fast_calls", T_ULONGLONG, offsetof(Entry, fast_calls), READONLY,
-     "calls that took the C fast path"},
-    {"slow_calls", T_ULONGLONG, offsetof(Entry, slow_calls), READONLY,
-     "calls handed to the Python path"},
-    {NULL}
-};
-
-static PyGetSetDef entry_getset[] = {
-    {"__dict__", PyObject_GenericGetDict, PyObject_GenericSetDict, NULL, NULL},
-    {NULL}
-};
-
-static PyTypeObject EntryType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "_pyshark_fastcall.Entry",
-    .tp_basicsize = sizeof(Entry),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | HAVE_VECTORCALL_FLAG,
-    .tp_doc = "A native opencl entry's call: the common case in C, the rest in Python.",
-    .tp_traverse = entry_traverse,
-    .tp_clear = entry_clear,
-    .tp_dealloc = entry_dealloc,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Entry, vectorcall),
-    .tp_dictoffset = offsetof(Entry, dict),
-    .tp_descr_get = entry_get,
-    .tp_repr = entry_repr,
-    .tp_members = entry_members,
-    .tp_getset = entry_getset,
-};
+PSK_ENTRY_TYPE("_pyshark_fastcall.Entry",
+               "A native opencl entry's call: the common case in C, the rest in Python.");
 
 /* -- making one ------------------------------------------------------------------------ */
 
@@ -467,13 +421,6 @@ static int slot_offsets(PyTypeObject *t, const char **names, int n, Py_ssize_t *
         }
         out[i] = m->offset;
     }
-    return 0;
-}
-
-static int as_addr(PyObject *o, void **out) {
-    unsigned long long x = PyLong_AsUnsignedLongLong(o);
-    if (x == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    *out = (void *)(uintptr_t)x;
     return 0;
 }
 
