@@ -47,6 +47,7 @@ from pyshark.core.types import I64, ScalarType
 from pyshark.errors import InternalCompilerError
 
 from . import kir as K
+from . import par_work
 from . import scalar as S
 from .bounds import Facts
 from .kir_traverse import map_expr
@@ -302,8 +303,7 @@ class Lowerer:
             return blk[0], version["conds"]
 
         checked, conds = lower("collect", [])
-        heavy = has_loop(checked)
-        cond = None if heavy else S.b("ge", n, S.const(self.options.par_min, I64))
+        cond = self.parallel_if(i, n, checked)
         if not conds or any(never_holds(c) for c in conds):   # no copy that never runs
             self.emit(K.ParFor(i, n, checked, cond))
             return
@@ -318,6 +318,22 @@ class Lowerer:
         ok = self.let_shared("inb", ok)
         self.emit(K.If(ok, K.Block((K.ParFor(i, n, fast, cond),)),
                        K.Block((K.ParFor(i, n, checked, cond),))))
+
+    def parallel_if(self, i: K.KVar, n: K.Expr, body: K.Block) -> Optional[K.Expr]:
+        """When a ParFor over `i` in 0..n with `body` is worth waking the
+        threads: from par_min iterations for a loop-free body, from par_min
+        units of work for a body that loops (codegen/par_work.py; None:
+        always, when its loops' counts are not known before it). A GPU
+        launches every ParFor, so it gets no guard."""
+        pm = self.options.par_min
+        if not has_loop(body):
+            return S.b("ge", n, S.const(pm, I64))
+        if self.options.target.gpu:
+            return None
+        products = par_work.loop_products(body, i)
+        if products is None:
+            return None
+        return par_work.work_guard(n, products, pm, self.let)
 
     # -- state the rules change (through these, never by hand) -------------------
     @contextmanager
