@@ -165,6 +165,14 @@ UN_CLASSES = {"neg": "fsu", "not": "sub", **dict.fromkeys((
     "atan", "sinh", "cosh", "tanh", "floor", "ceil", "trunc", "rint", "isnan"), "f")}
 UN_PRIMS = frozenset(UN_CLASSES)
 
+#: the primitives a backend computes with a math library routine (libm, or
+#: libmvec's and OpenCL's vector versions), and what one counts as in simple
+#: operations in the passes' cost estimates (streaming stores, the parallel
+#: work guard)
+LIBM_PRIMS = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
+                        "atan", "sinh", "cosh", "tanh", "pow", "atan2"})
+LIBM_COST = 20
+
 # Conversions (Cast, bits=False), by (class of x, class of `to`); a Cast to
 # x's own type is x.
 #   f -> f                f32 <-> f64, round to nearest

@@ -551,7 +551,8 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
                     lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
             lw.for_range("j", j0, j1, col)
         lw.for_range("i", i0, i1, row)
-    lw.par_for("t", tile_count(lw, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE), one_tile)
+    lw.par_for("t", tile_count(lw, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE), one_tile,
+               space=lw.let("space", S.b("mul", S.b("mul", n0, n1), inner)))
     return [out]
 
 

@@ -286,9 +286,11 @@ class Lowerer:
             body(i)
         self.emit(K.For(i, lo, hi, blk[0], unroll))
 
-    def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None]):
+    def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None],
+                space: Optional[K.Expr] = None):
         """A loop whose iterations are independent: a ParFor at host level
-        (inline below a size threshold unless its body loops), else a For."""
+        (inline below a size threshold: parallel_if), else a For. `space`:
+        the iterations are tiles that together cover `space` elements."""
         i = self.var(hint, I64)
         zero = S.const(0, I64)
         if self.in_par or not self.options.parallel:
@@ -303,7 +305,7 @@ class Lowerer:
             return blk[0], version["conds"]
 
         checked, conds = lower("collect", [])
-        cond = self.parallel_if(i, n, checked)
+        cond = self.parallel_if(i, n, checked, space)
         if not conds or any(never_holds(c) for c in conds):   # no copy that never runs
             self.emit(K.ParFor(i, n, checked, cond))
             return
@@ -319,21 +321,24 @@ class Lowerer:
         self.emit(K.If(ok, K.Block((K.ParFor(i, n, fast, cond),)),
                        K.Block((K.ParFor(i, n, checked, cond),))))
 
-    def parallel_if(self, i: K.KVar, n: K.Expr, body: K.Block) -> Optional[K.Expr]:
+    def parallel_if(self, i: K.KVar, n: K.Expr, body: K.Block,
+                    space: Optional[K.Expr] = None) -> Optional[K.Expr]:
         """When a ParFor over `i` in 0..n with `body` is worth waking the
         threads: from par_min iterations for a loop-free body, from par_min
         units of work for a body that loops (codegen/par_work.py; None:
-        always, when its loops' counts are not known before it). A GPU
-        launches every ParFor, so it gets no guard."""
+        always, when its loops' counts are not known before it; tiles count
+        the elements of their `space`). A GPU launches every ParFor, so it
+        gets no guard there."""
         pm = self.options.par_min
-        if not has_loop(body):
+        if space is None and not has_loop(body):
             return S.b("ge", n, S.const(pm, I64))
         if self.options.target.gpu:
             return None
-        products = par_work.loop_products(body, i)
+        products = par_work.loop_products(body, i, tiled=space is not None)
         if products is None:
             return None
-        return par_work.work_guard(n, products, pm, self.let)
+        return par_work.work_guard(n if space is None else space, products,
+                                   max(1, pm // par_work.ELEMENTS_PER_UNIT), self.let)
 
     # -- state the rules change (through these, never by hand) -------------------
     @contextmanager

@@ -54,9 +54,8 @@ from ..kir_traverse import block_exprs, map_block, map_stm, walk_stms
 
 STREAM_MIN_BYTES = 32 << 20
 OPS_PER_BYTE = 2            # memory_bound: above this, computation bounds a loop
-LIBM_OPS = 20               # what a math library call counts as
-_LIBM = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
-                   "atan", "sinh", "cosh", "tanh", "pow", "atan2"})
+LIBM_OPS = K.LIBM_COST      # what a math library call counts as
+_LIBM = K.LIBM_PRIMS
 
 
 def stream_stores(m: K.Module, min_bytes: int | None = None) -> K.Module:

@@ -220,7 +220,8 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
                 lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j))
         lw.for_range("i", i0, i1, row)
     with lw.block() as tiles:
-        lw.par_for("t", tile_count(lw, n, nj, TILE_I, tj), tile)
+        lw.par_for("t", tile_count(lw, n, nj, TILE_I, tj), tile,
+                   space=lw.let("space", S.b("mul", n, nj)))
     # With rows of width 0 there are no tiles, but Python mode still runs the
     # outer function's statements for every row (the check that zipped rows
     # have one length, say): when they can fail, such a nest runs them alone.

@@ -53,7 +53,7 @@ def goes_parallel(m: K.Module, name: str, sizes: dict) -> bool:
     par, before = guard_of(m, name)
     it = _Interp(2, "forward", 0, 1 << 20)
     for s in before:
-        if s.var.name.startswith("work"):
+        if s.var.type == I64:
             env[s.var.name] = it.eval(s.value, env)
     return par.parallel_if is None or bool(it.eval(par.parallel_if, env))
 
@@ -80,8 +80,8 @@ def test_row_sums_guard_counts_rows_times_columns(rows, cols, par):
     assert goes_parallel(m, "row_sums", {"_n0": rows, "_n1": cols}) is par
 
 
-def test_guard_threshold_is_par_min():
-    m = lower(ROW_SUMS, par_min=4)
+def test_guard_threshold_follows_par_min():
+    m = lower(ROW_SUMS, par_min=8)          # 4 units of work
     assert goes_parallel(m, "row_sums", {"_n0": 2, "_n1": 3}) is True
     assert goes_parallel(m, "row_sums", {"_n0": 1, "_n1": 1}) is False
 
@@ -134,3 +134,17 @@ def test_constant_guard_folds():
     assert par_work.work_guard(S.const(1000, I64), prods, P, let) is None      # 101000 >= P
     g = par_work.work_guard(S.const(10, I64), prods, P, let)
     assert isinstance(g, K.KConst) and g.value is False
+
+
+TRANSPOSE = """
+@ps.entry
+def tr(xss: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
+    return ps.transpose(xss)
+"""
+
+
+@pytest.mark.parametrize("rows,cols,par", [(16, 64, False), (256, 256, True), (1, 1 << 15, True),
+                                           (0, 1 << 20, False)])
+def test_tiles_count_the_elements_of_their_space(rows, cols, par):
+    m = lower(TRANSPOSE)
+    assert goes_parallel(m, "tr", {"_n0": rows, "_n1": cols}) is par
