@@ -305,6 +305,11 @@ class CpuBackend(Backend):
         import importlib.util
         return importlib.util.find_spec("llvmlite") is not None
 
+    def cache_salt(self) -> str:
+        from .emit_alloc import stagger_blocks
+        from .link import host_cpu
+        return f"{host_cpu()}:stagger={int(stagger_blocks())}"
+
     def compile(self, path: Path, source_text: str, directory: Path):
         with gc_paused():
             program = translate_and_check(path, text=source_text)

@@ -2,6 +2,8 @@
 `pyshark.alloc`, the one function every kir.Alloc calls."""
 from __future__ import annotations
 
+import os
+
 from llvmlite import ir
 
 from .. import kir as K
@@ -25,6 +27,28 @@ _M_MMAP_MAX = -4
 _DEFAULT_MMAP_MAX = 65536
 _KEEP_MAPPED = 1 << 30
 MIN_ALLOC_ELEMS = 1
+# Staggered large blocks are padded by STAGGER bytes, so that blocks of one
+# size allocated one after another start about 1 KiB apart modulo the page
+# (4 KiB): a constant pad, so that a freed block fits the next one of its
+# size exactly (no heap growth, no page faults; see block_allocator)
+_STAGGER = 4096 + 1024 + 64
+
+
+def stagger_blocks() -> bool:
+    """Whether large blocks are staggered (else 2 MiB aligned): measured per
+    CPU family, 2026-11-26 (benchmarks/README.md, "Session 25"). On the H100
+    machine's Intel Xeon host (Emerald Rapids) 2 MiB-aligned grids cost srad
+    2.4x on one thread (4K aliasing: every grid at the same page offset) and
+    staggering removed it; on this project's 2-core AMD Zen 3 staggering cost
+    srad 10-40% (its 4 MiB grids then keep one whole huge page of two) and
+    changed nothing else. So: aligned on AMD Zen (LLVM's `znver*`), staggered
+    elsewhere. `PYSHARK_ALLOC_STAGGER=0/1` overrides it (part of the cache
+    key, as the host CPU is)."""
+    env = os.environ.get("PYSHARK_ALLOC_STAGGER")
+    if env in ("0", "1"):
+        return env == "1"
+    from .link import host_cpu
+    return not host_cpu().startswith("znver")
 
 
 def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
@@ -43,9 +67,17 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
 
     Small blocks: malloc (16-byte aligned; the vector code uses unaligned
     loads, and aligned_alloc's slower path showed in profiles). Large
-    blocks: 2 MiB aligned and advised as transparent huge pages (what
-    numpy's allocator does), so that a fresh result costs one page fault
-    per 2 MiB rather than per 4 KiB."""
+    blocks: from the heap, advised as transparent huge pages (what numpy's
+    allocator does), so that a fresh result costs one page fault per 2 MiB
+    rather than per 4 KiB; either 2 MiB aligned, or (stagger_blocks) 64-byte
+    aligned (the streaming stores' lines) and padded by STAGGER bytes so that
+    blocks of one size start at different offsets modulo 4 KiB, their whole
+    huge pages advised. 2 MiB-aligned
+    grids share their low address bits: each load of one grid follows a
+    store to another at the same 4 KiB offset, and on the H100 machine's
+    Intel host srad (medium, one thread) took 640-690 ms that way against
+    271-279 ms staggered, hotspot 118-186 against 56-72 ms. The heap block
+    itself is what the caller frees."""
     decls = mod.decls
     fn = decls.cache.get("pyshark.alloc")
     if fn is not None:
@@ -71,17 +103,31 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     small = b.call(decls.get("malloc", _PTR, [_I64]), [raw])
     b.branch(got_bb)
     b.position_at_end(huge_bb)
-    nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
     # from the heap, not a fresh mapping: a freed block stays mapped and the
     # next one reuses it without page faults (see _KEEP_MAPPED)
     mallopt = decls.get("mallopt", _I32, [_I32, _I32])
     b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
     b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
-    hp = b.call(decls.get("aligned_alloc", _PTR, [_I64, _I64]), [_I64(_HUGE), nbytes])
-    b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
-    with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
-        madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
-        b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
+    aligned_alloc = decls.get("aligned_alloc", _PTR, [_I64, _I64])
+    madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
+    if stagger_blocks():
+        # 64-byte aligned: the streaming stores' whole lines need it (emit_parfor.py)
+        size64 = b.and_(b.add(raw, _I64(_STAGGER + 63)), _I64(-64))
+        hp = b.call(aligned_alloc, [_I64(64), size64])
+        b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
+        with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
+            # the whole huge pages inside the block
+            at = b.ptrtoint(hp, _I64)
+            lo = b.and_(b.add(at, _I64(_HUGE - 1)), _I64(-_HUGE))
+            hi = b.and_(b.add(at, raw), _I64(-_HUGE))
+            with b.if_then(b.icmp_unsigned("<", lo, hi)):
+                b.call(madvise, [b.inttoptr(lo, _PTR), b.sub(hi, lo), _I32(_MADV_HUGEPAGE)])
+    else:
+        nbytes = b.and_(b.add(raw, _I64(_HUGE - 1)), _I64(-_HUGE))
+        hp = b.call(aligned_alloc, [_I64(_HUGE), nbytes])
+        b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(_DEFAULT_MMAP_MAX)])
+        with b.if_then(b.icmp_unsigned("!=", hp, ir.Constant(_PTR, None))):
+            b.call(madvise, [hp, nbytes, _I32(_MADV_HUGEPAGE)])
     huge_end = b.block
     b.branch(got_bb)
     b.position_at_end(got_bb)

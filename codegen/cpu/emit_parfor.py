@@ -40,7 +40,7 @@ copied out, its whole 64-byte lines by `store <L x T> ..., align 64,
 two ends by ordinary stores. The whole lines go out this way only when the
 pointer is 64-byte aligned (checked at run time per call: nothing relies on
 what the allocator returned; Alloc promises 16 bytes, large blocks are
-2 MiB aligned); otherwise every element goes out by ordinary stores. The
+at least 64-byte aligned); otherwise every element goes out by ordinary stores. The
 copy costs an L1 store and load per element, little beside the memory
 traffic it saves. Each claimed block ends with an `sfence` (x86; `fence seq_cst`
 elsewhere), also before a failing chunk's early return: streaming stores

@@ -140,6 +140,21 @@ def libmvec_path() -> Optional[str]:
     return None
 
 
+def host_cpu() -> str:
+    """The host CPU as LLVM names it and a hash of its features: compiled
+    code targets both, so the cpu backend's cache key includes this (a cache
+    directory shared between machines must not hand an AVX-512 library to an
+    AVX2 one)."""
+    got = _STATE.get("host")
+    if got is None:
+        import hashlib
+        _init()
+        feats = llvm.get_host_cpu_features().flatten()
+        got = _STATE["host"] = (f"{llvm.get_host_cpu_name()}:"
+                                f"{hashlib.sha256(feats.encode()).hexdigest()[:12]}")
+    return got
+
+
 def _vector_isa_bits() -> int:
     feats = llvm.get_host_cpu_features()
     if feats.get("avx512f"):
