@@ -95,7 +95,27 @@ class Delayed:
         return 1
 
 
-Value = Union[K.Expr, Arr, Delayed]
+@dataclass(frozen=True)
+class ColumnsOf:
+    """transpose(arr) left in arr's row-major memory: the multicore target
+    reads it only where every later use is a Size or a map of column
+    reductions (codegen/mc/colred.py), which walk arr's rows instead."""
+    arr: Arr
+
+    @property
+    def shape(self) -> tuple:
+        return (self.arr.shape[1], self.arr.shape[0])
+
+    @property
+    def elem(self) -> ScalarType:
+        return self.arr.elem
+
+    @property
+    def rank(self) -> int:
+        return 2
+
+
+Value = Union[K.Expr, Arr, Delayed, ColumnsOf]
 
 
 @dataclass
@@ -123,16 +143,19 @@ class Options:
 #: of stm's pattern, or None to decline (the next family's rule then runs)
 Rule = Callable[["Lowerer", ir.Exp, dict, ir.Let], Optional[list]]
 
-FAMILIES = ("gpu", "common", "mc")
+FAMILIES = ("gpu", "mc_host", "common", "mc")
 
 
 def families_for(target: Target, in_par: bool) -> tuple:
     """The families whose rules are tried, in order: the target's own
-    (work-group) family at host level, whose rules may decline a shape they
-    do not handle; then the family-independent rules; then the multicore
-    algorithms, correct on any device and sequential inside a parallel loop."""
-    own = (target.family,) if target.family != "mc" and not in_par else ()
-    return own + ("common", "mc")
+    family at host level ("gpu": work-group algorithms; "mc_host": the
+    multicore target's host-level shapes, mc/colred.py), whose rules may
+    decline a shape they do not handle; then the family-independent rules;
+    then the multicore algorithms, correct on any device and sequential
+    inside a parallel loop."""
+    if in_par:
+        return ("common", "mc")
+    return ("mc_host" if target.family == "mc" else target.family, "common", "mc")
 
 
 class RuleTable:
@@ -624,7 +647,7 @@ class Lowerer:
 
     def array(self, a, env) -> Value:
         v = self.atom(a, env)
-        if not isinstance(v, (Arr, Delayed)):
+        if not isinstance(v, (Arr, Delayed, ColumnsOf)):
             raise InternalCompilerError(f"lowering: {a} is a scalar, expected an array")
         return v
 

@@ -22,10 +22,11 @@ from pyshark.core.types import I64, ScalarType
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower_base import Arr, Delayed, DelayedGroup, Lowerer
+from ..lower_base import Arr, ColumnsOf, Delayed, DelayedGroup, Lowerer
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from ..usage import free_vars
 from .common import ONE, ZERO, all_scalar, check_width, elements, empty_dims, row_dims
+from .colred import lower_columns
 from .tile import register_tiled
 
 
@@ -33,6 +34,8 @@ def lower_map(lw: Lowerer, e: ir.Map, env, stm):
     n = lw.scalar(e.width, env)
     arrs = [lw.array(a, env) for a in e.arrs]
     check_width(lw, n, e.arrs, arrs, stm.loc, "map")
+    if any(isinstance(v, ColumnsOf) for v in arrs):
+        return lower_columns(lw, e, env, stm, arrs, n, lower_map)
     lam = e.lam
 
     def row(i):

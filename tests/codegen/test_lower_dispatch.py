@@ -40,14 +40,19 @@ def test_lowering_tables_cover_every_class_once():
 def test_default_rules_hold_every_family_in_precedence_order():
     rules = lower.default_rules()
     assert rules.rules["gpu"] == gpu.SOAC_HANDLERS and rules.rules["mc"] == mc.SOAC_HANDLERS
+    assert rules.rules["mc_host"] == mc.HOST_HANDLERS
     assert rules.candidates(every_exp.ir.Map, families_for(gpu_target(256, 32768, False), False)) \
         == [gpu.SOAC_HANDLERS[every_exp.ir.Map], mc.SOAC_HANDLERS[every_exp.ir.Map]]
-    # inside a parallel loop, and on the multicore target, no gpu rule is tried
+    # inside a parallel loop no target family's rule is tried; on the
+    # multicore target, its host-level rules and no gpu rule
     assert families_for(gpu_target(256, 32768, False), True) == ("common", "mc")
-    assert families_for(MULTICORE, False) == ("common", "mc")
+    assert families_for(MULTICORE, True) == ("common", "mc")
+    assert families_for(MULTICORE, False) == ("mc_host", "common", "mc")
     t = every_exp.ir.Transpose
     assert rules.candidates(t, ("gpu", "common", "mc")) == [gpu.SOAC_HANDLERS[t],
                                                            lower_arrays.HANDLERS[t]]
+    assert rules.candidates(t, families_for(MULTICORE, False)) == [mc.HOST_HANDLERS[t],
+                                                                  lower_arrays.HANDLERS[t]]
 
 
 @pytest.mark.parametrize("par_min", [1, 1 << 15], ids=["parallel", "sequential"])
