@@ -3,7 +3,8 @@ reductions: unroll-and-jam of the (i, j) loops around the reduction loop.
 
 The nest `map(i -> map(j -> reduce(op, ne, xs_ij)))` (matmul's
 `map(row -> map(col -> reduce(+, 0, map(*, row, col))))` is the classic
-one) computes, per output element, a sequential fold over k. Folding one
+one; scalar arithmetic on the reduce's result may follow, as sgemm's
+alpha once its scaling map is fused in) computes, per output element, a sequential fold over k. Folding one
 element at a time loads both operands of every step from memory. Here the
 i loop is unrolled by MR and the j loop by NR and the MR x NR copies of the
 k loop are fused into one (unroll-and-jam, Callahan, Carr and Kennedy;
@@ -76,6 +77,35 @@ def lambda_reduce(lam: ir.Lambda):
     return red
 
 
+#: what may follow the reduce in a register-tiled element (matmul's product
+#: scaled by alpha after fusion: sgemm's `scale(mult(a, b))`)
+_EPILOGUE = (ir.BinOp, ir.UnOp, ir.Convert, ir.Select, ir.AtomExp)
+
+
+def tiled_reduce(lam: ir.Lambda):
+    """(the Reduce, its index) of a function whose only result, a scalar,
+    is a reduce's result followed by scalar arithmetic on it (an epilogue
+    run per element after the jammed k loop), or None."""
+    body = lam.body
+    if len(body.result) != 1 or len(lam.ret) != 1 or not isinstance(lam.ret[0], ScalarType):
+        return None
+    if sum(1 for _ in iter_stms(body)) > MAX_STMS:
+        return None
+    k = len(body.stms) - 1
+    while k >= 0 and isinstance(body.stms[k].exp, _EPILOGUE):
+        k -= 1
+    if k < 0:
+        return None
+    last = body.stms[k]
+    red = last.exp
+    if not isinstance(red, ir.Reduce) or len(last.pat) != 1 or not all_scalar(red.lam.ret):
+        return None
+    if k == len(body.stms) - 1 and (not isinstance(body.result[0], ir.Var)
+                                    or body.result[0].name != last.pat[0].name):
+        return None
+    return red, k
+
+
 def _has(b: K.Block, kinds) -> bool:
     for s in b.stms:
         if isinstance(s, kinds):
@@ -94,21 +124,20 @@ def register_tiled(lw: Lowerer, inner: ir.Map, i0, i1, j0, j1, open_row, element
     and yields (environment, columns) for the inner map;
     element(renv, cols, i, j): emits output element (i, j) unjammed;
     store(i, j, value): emits the store of output element (i, j)."""
-    red = inner_reduce(inner)
-    if red is None:
+    found = tiled_reduce(inner.lam)
+    if found is None:
         return False
-    return _attempt(lw, lambda: _emit(lw, inner, red, i0, i1, j0, j1, open_row, element, store))
+    red, upto = found
+    return _attempt(lw, lambda: _emit(lw, inner, red, upto, i0, i1, j0, j1, open_row, element,
+                                      store))
 
 
-def _emit(lw, inner, red, i0, i1, j0, j1, open_row, element, store):
+def _emit(lw, inner, red, upto, i0, i1, j0, j1, open_row, element, store):
     mr, nr = S.const(MR, I64), S.const(NR, I64)
     nib = lw.let("nib", S.b("div", S.b("sub", i1, i0), mr))
     njb = lw.let("njb", S.b("div", S.b("sub", j1, j0), nr))
     jr = lw.let("jr", S.b("add", j0, S.b("mul", njb, nr)))
     ir_ = lw.let("ir", S.b("add", i0, S.b("mul", nib, mr)))
-    body = inner.lam.body
-    upto = len(body.stms) - 1
-
     def block_rows(ib):
         ia = lw.let("ia", S.b("add", i0, S.b("mul", ib, mr)))
         with ExitStack() as rows_stack:
@@ -167,8 +196,20 @@ def _micro(lw, inner, red, upto, opened, rs, js, store):
         if _has(kb[0], (K.Fail, K.Alloc, K.ParFor)):
             raise _NotJammable()
         lw.emit(kb[0].stms[0])
-        for _, _, accs, i, j in copies:
-            store(i, j, accs[0])
+        body = inner.lam.body
+        red_var = body.stms[upto].pat[0].name
+        for cenv, _, accs, i, j in copies:
+            # the element's arithmetic after its reduce (none in a plain matmul)
+            cenv[red_var] = accs[0]
+            with lw.block() as eb:
+                for s in body.stms[upto + 1:]:
+                    for v, x in zip(s.pat, lw.lower_exp(s, cenv)):
+                        cenv[v.name] = x
+            if _has(eb[0], (K.Fail, K.Alloc, K.ParFor)):
+                raise _NotJammable()
+            for s in eb[0].stms:
+                lw.emit(s)
+            store(i, j, lw.atom(body.result[0], cenv))
 
 
 # Elements of a fold computed together (jam_fold): 16 accumulators, as the

@@ -18,7 +18,10 @@ facts of analysis.Facts):
   operand's own type; `x >= 0` / `x < 0` for x known non-negative (sizes,
   unsigned values, for-loop indices);
 - `size(xs, d)` is replaced by a known length of xs (analysis.Facts), so the
-  widths of SOACs over the same array become the same name;
+  widths of SOACs over the same array become the same name; `size(m, d)`
+  of a map's result whose rows' shape is known (row_dims) by that row
+  dimension (a select on the width when the empty map's differs), so the
+  Size is no longer a use of m that blocks fusing m into its consumer;
 - facts from assertions and branches: after `assert(c)` c is true (and so
   is the comparison c names; both parts of an `and`); when c is `x == y` on
   integers or bools, y is replaced by x; `x >= 0` makes x non-negative;
@@ -46,13 +49,14 @@ from pyshark.core import interp as _interp
 from pyshark.core import ir
 from pyshark.core.empty_shapes import keep_empty_dims, keep_row_dims
 from pyshark.core.typeof import exp_types
-from pyshark.core.types import BOOL, ArrayType
+from pyshark.core.types import BOOL, I64, ArrayType
 
 from .analysis import Facts, exp_key, may_raise, same_atom
 from .rewrite import map_exp, map_functions, uses
 
 _MAX_ROUNDS = 6
 TRUE = ir.Const(True, BOOL)
+ZERO = ir.Const(0, I64)
 FALSE = ir.Const(False, BOOL)
 
 
@@ -170,6 +174,11 @@ class _Simplifier:
         cls = e.__class__
         if cls is ir.BinOp or cls is ir.UnOp:
             env.defs[stm.pat[0].name] = e
+        elif cls is ir.Map and e.row_dims is not None:
+            dims = iter(zip(e.row_dims, e.empty_dims or (ZERO,) * len(e.row_dims)))
+            for v in stm.pat:
+                if isinstance(v.type, ArrayType):
+                    env.defs[v.name] = (e.width, [next(dims) for _ in range(v.type.rank - 1)])
         elif cls is ir.Assert:
             self.assume(e.cond, env)
 
@@ -191,6 +200,8 @@ class _Simplifier:
         e1 = map_exp(e, env.atom, _same)         # operands first: the facts for the
         e2 = map_exp(e1, _same, lambda b: self.body(b, env.child(e1)))   # nested bodies
         r = self.fold(e2, env)
+        if r is None and cls is ir.Size:
+            r = self.size_of_map(stm, e2, env, out)
         if r is None:
             self.emit(stm if e2 is e else ir.Let(stm.pat, e2, stm.loc), env, out)
         elif r == ():
@@ -231,6 +242,23 @@ class _Simplifier:
                         self.emit(ir.Let((v,), r or sel, stm.loc), env, out)
                 return
         self.emit(ir.Let(stm.pat, ir.If(c, tb, eb, e.ret), stm.loc), env, out)
+
+    def size_of_map(self, stm: ir.Let, e: ir.Size, env: _Env, out: list):
+        """`size(m, d)`, d >= 1, of a map result m whose rows' shape is known
+        (row_dims): the row's dimension, or the empty map's when the width
+        is 0 (empty_dims; None is 0). The map ran without raising, so its
+        rows had that shape. A fusion guard counts the Size as a use of m:
+        without it sgemm's `scale(mult(a, b))` stayed two passes."""
+        d = env.defs.get(e.arr.name)
+        if d.__class__ is not tuple or e.dim < 1:
+            return None
+        width, dims = d
+        row, empty = (env.atom(x) for x in dims[e.dim - 1])
+        if same_atom(row, empty):
+            return (row,)
+        pos = ir.Var(f"{stm.pat[0].name}_rows", BOOL)
+        self.emit(ir.Let((pos,), ir.BinOp("gt", env.atom(width), ZERO), stm.loc), env, out)
+        return ir.Select(pos, row, empty)
 
     # -- facts ---------------------------------------------------------------
     def assume(self, c: ir.Atom, env: _Env) -> None:

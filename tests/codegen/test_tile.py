@@ -49,6 +49,19 @@ def dist(a: ps.Array[ps.Array[ps.i64]], b: ps.Array[ps.Array[ps.i64]], s: int) -
         lambda x, y: max(x, y), 0, ps.map(lambda u, v: abs(u - v) + s, r, c)), b), a)
 
 @ps.entry
+def scaled(a: ps.Array[ps.Array[ps.f32]], b: ps.Array[ps.Array[ps.f32]], s: ps.f32) -> ps.Array[ps.Array[ps.f32]]:
+    # sgemm's alpha: a scaling map fused into the product, an epilogue after the jammed loop
+    bt = ps.transpose(b)
+    p = ps.map(lambda row: ps.map(lambda col: dot(row, col), bt), a)
+    return ps.map(lambda r: ps.map(lambda x: x * s + 1.0, r), p)
+
+@ps.entry
+def div_after(a: ps.Array[ps.Array[ps.i64]], b: ps.Array[ps.Array[ps.i64]], d: ps.Array[ps.i64]) -> ps.Array[ps.Array[ps.i64]]:
+    # an epilogue that can raise (ZeroDivisionError at the element Python mode stops at): not jammed
+    return ps.map(lambda r: ps.map(lambda c, e: ps.reduce(
+        lambda x, y: x + y, 0, ps.map(lambda u, v: u * v, r, c)) // e, b, d), a)
+
+@ps.entry
 def divs(a: ps.Array[ps.Array[ps.i64]], b: ps.Array[ps.Array[ps.i64]]) -> ps.Array[ps.Array[ps.i64]]:
     # the k loop can raise ZeroDivisionError: not jammed
     return ps.map(lambda r: ps.map(lambda c: ps.reduce(
@@ -78,7 +91,9 @@ def test_map_of_reduce_nest_is_register_tiled():
         kinds = {type(s) for s in _walk(k.body)}
         assert not kinds & {K.Fail, K.Alloc, K.ParFor}
     assert _jammed_loops(m, "dist")
+    assert _jammed_loops(m, "scaled")
     assert not _jammed_loops(m, "divs")
+    assert not _jammed_loops(m, "div_after")
 
 
 def _walk(b: K.Block):
@@ -108,6 +123,12 @@ def test_tiled_nests_agree_with_python_mode(wrappers, n, k, m):
     for x, y in ((w.dist(ai, bi, 2), py.dist(ai, bi, 2)),
                  (w.divs(ai, np.where(bi == 0, 3, bi)), py.divs(ai, np.where(bi == 0, 3, bi)))):
         assert x.shape == y.shape and np.array_equal(x, y)
+    got, want = w.scaled(a, b, np.float32(0.5)), py.scaled(a, b, np.float32(0.5))
+    assert got.shape == want.shape == (n, m)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * max(k, 1))
+    d = rng.integers(1, 4, m)
+    x, y = w.div_after(ai, bi, d), py.div_after(ai, bi, d)
+    assert x.shape == y.shape and np.array_equal(x, y)
 
 
 def test_untiled_nest_raises_python_modes_error(wrappers):
@@ -118,6 +139,11 @@ def test_untiled_nest_raises_python_modes_error(wrappers):
     for x in (py, w):
         with pytest.raises(ZeroDivisionError):
             x.divs(a, b)
+    d = np.ones(7, np.int64)
+    d[4] = 0
+    for x in (py, w):
+        with pytest.raises(ZeroDivisionError):
+            x.div_after(a, b, d)
 
 
 @pytest.mark.skipif("cpu" not in available_backends(), reason="cpu backend unavailable")

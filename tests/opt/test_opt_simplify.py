@@ -274,3 +274,52 @@ def test_input_program_is_not_changed():
     simplify(p)
     assert p.functions["f"] is f and len(f.body.stms) == 2
     assert run_function(p, "f", [np.int64(1)])[0] == 4
+
+
+SIZE_OF_MAP = '''
+import pyshark.prelude as ps
+
+M = ps.Array[ps.Array[ps.f32]]
+
+def mult(a: M, b: M) -> M:
+    return ps.map(lambda r: ps.map(lambda c: ps.sum(ps.map(lambda x, y: x * y, r, c)),
+                                   ps.transpose(b)), a)
+
+@ps.entry
+def scaled(a: M, b: M, c: M, alpha: ps.f32, beta: ps.f32) -> M:
+    # parboil sgemm as Futhark writes it: add(scale(c), scale(mult(a, b)))
+    p = ps.map(lambda r: ps.map(lambda x: x * alpha, r), mult(a, b))
+    q = ps.map(lambda r: ps.map(lambda x: x * beta, r), c)
+    return ps.map(lambda r, s: ps.map(lambda x, y: x + y, r, s), q, p)
+'''
+
+
+def test_size_of_a_map_result_is_its_row_dimension_so_the_maps_fuse():
+    """`size(m, 1)` of a map whose rows' shape is known becomes that
+    dimension (a select on the width when the empty map's differs); the
+    scaling maps then fuse into the product and the sum (3 maps, not 5),
+    with the interpreter's results and errors at every shape, empty ones
+    included."""
+    from pyshark.codegen.pipeline import PASSES, optimise
+    from pyshark.core.check import check_program
+    from pyshark.translate import translate_source
+
+    # the program as Python mode runs it: with its empty maps' row shapes
+    before = optimise(translate_source(SIZE_OF_MAP, "<test>"), check=True, passes=PASSES[:1])
+    check_program(before)
+    after = optimise(before, check=True)
+    g = after.functions["scaled"]
+    assert not [s for s in g.body.stms if isinstance(s.exp, ir.Size)
+                and any(s.exp.arr.name == t.pat[0].name for t in g.body.stms
+                        if isinstance(t.exp, ir.Map))]
+    assert len([s for s in g.body.stms if isinstance(s.exp, ir.Map)]) == 2
+    rng = np.random.default_rng(1)
+
+    def mats(n, m, p, pc=None):
+        f = np.float32
+        return [rng.standard_normal((n, m)).astype(f), rng.standard_normal((m, p)).astype(f),
+                rng.standard_normal((n, pc if pc is not None else p)).astype(f),
+                f(2.0), f(0.5)]
+    check_same(before, after, "scaled", mats(3, 4, 5), mats(1, 1, 1), mats(0, 4, 5),
+               mats(3, 0, 5), mats(3, 4, 0), mats(0, 0, 0), mats(3, 4, 5, pc=4),
+               mats(0, 4, 5, pc=2))
