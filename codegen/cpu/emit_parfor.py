@@ -20,7 +20,11 @@ is emitting:
   an iteration (the mc algorithms index partials by chunk, not thread);
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
   {ctx, n, next = 0, block, captures...} on the stack and calls
-  GOMP_parallel, otherwise it calls the body function on [0, n) (in strips
+  GOMP_parallel with the whole team of NumThreads, even when n is smaller
+  (the threads without a block return at once): libgomp re-forms its team
+  whenever the size differs from the previous region's, and regions of 15,
+  16 and 8 blocks one after another (sgemm at 128 x 160 on 16 threads) took
+  0.27 ms a call against 0.035 ms with one team size; otherwise it calls the body function on [0, n) (in strips
   of SEQ_CHUNK iterations with a SIGINT poll between them when the body does
   not loop; a body that loops polls at every iteration); then it unwinds
   when ctx->code is not 0, and polls.
@@ -295,8 +299,8 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
                             host.new_block("parfor.end"))
     b.cbranch(go, par_bb, seq_bb)
     b.position_at_end(par_bb)
-    nt = host.num_threads()
-    nt = b.select(b.icmp_signed("<", count, nt), count, nt)
+    team = host.num_threads()
+    nt = b.select(b.icmp_signed("<", count, team), count, team)
     team_bb = host.new_block("parfor.team")
     b.cbranch(b.icmp_signed(">", nt, I64(1)), team_bb, seq_bb)
     b.position_at_end(team_bb)
@@ -305,7 +309,9 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     for j, v in enumerate([host.ctx, count, I64(0), blk] + cap_vals):
         b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))
     gomp = mod.decls.get("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-    b.call(gomp, [ofn, slot, b.trunc(nt, I32), I32(0)])
+    # always the whole team (threads without a block return at once): libgomp
+    # re-forms its team when the size changes from one region to the next
+    b.call(gomp, [ofn, slot, b.trunc(team, I32), I32(0)])
     b.branch(done)
     b.position_at_end(seq_bb)
     if loops or not mod.runtime.sigaction_ok:
