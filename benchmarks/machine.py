@@ -60,6 +60,24 @@ class OthersMeter:
         return max(0.0, (busy - own) / wall)
 
 
+def settle(max_wait: float = 2.0, window: float = 0.02, quiet: float = 0.2) -> float:
+    """Waits until the other threads of this process use under `quiet`
+    cores over `window` seconds (at most `max_wait`); returns the seconds
+    waited. The peers share the process: NumPy's OpenBLAS workers spin for
+    a while after each call, and on the H100 machine's 16-core host a
+    PyShark or Numba region that began then waited for its descheduled
+    threads (backprop at 2^16 inputs: 0.17 ms alone, 0.7-1.7 ms 0.05-0.1 s
+    after a NumPy call; benchmarks/README.md, "Session 26"). The runner
+    settles before timing each target, so none is timed in another's wake."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < max_wait:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        time.sleep(window)
+        if (time.process_time() - cpu0) / max(time.perf_counter() - t0, 1e-9) < quiet:
+            break
+    return time.perf_counter() - start
+
+
 def idle_check(seconds: float = 1.0, max_others: float = 0.25) -> tuple[bool, str]:
     """(idle, message): the load average and what other processes use over `seconds`."""
     load1 = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0

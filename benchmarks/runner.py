@@ -389,6 +389,7 @@ def run_case(bench, size, targets, opts, progress, *, previous=None, emit=None,
             final(row)
             continue
         budget = opts.budget if limit is None else min(opts.budget, limit)
+        machine.settle()            # no other target's threads still spinning
         try:
             timing = measure(call, estimate, repeats=opts.repeats, budget=budget, limit=limit)
         except Timeout:

@@ -80,3 +80,26 @@ def test_cli_bench_lists_and_rejects_unknown_names(capsys):
     assert "locvolcalib" in capsys.readouterr().out
     assert cli.main(["bench", "--programs", "no_such_program"]) == 2
     assert cli.main(["bench", "--backends", "no_such_backend"]) == 2
+
+
+def test_settle_waits_for_a_spinning_thread_of_this_process_and_no_longer():
+    """machine.settle returns once the process's other threads are quiet
+    (a peer's spinning pool), and at once when they already are."""
+    import threading
+    import time
+
+    from benchmarks import machine
+
+    assert machine.settle(max_wait=1.0) < 0.5
+    stop = time.perf_counter() + 0.3
+
+    def spin():
+        while time.perf_counter() < stop:
+            pass
+    t = threading.Thread(target=spin)
+    t.start()
+    try:
+        waited = machine.settle(max_wait=3.0)
+    finally:
+        t.join()
+    assert 0.2 <= waited < 2.5
