@@ -11,7 +11,14 @@ depend on each other become one Map with the results of both (the shared
 input traversed once), placed where the second stands, or where the first
 stands when a statement between them uses the first one's results.
 
-Both repeat to a fixpoint in every body, nested bodies first; a fused
+Horizontal reductions: two Reduces of the same width, the second not
+reading the first's results, become one Reduce of both operators side by
+side (accumulators of both, then elements of both), placed where the
+second stands: one pass and one parallel loop where there were two
+(srad's sum and sum of squares). A map feeding one of them is fused into
+the reduction by the lowering (redomap), so a shared input is read once.
+
+All repeat to a fixpoint in every body, nested bodies first; a fused
 lambda's body is fused again (two inner maps may now meet). Map into
 reduce/scan (redomap) is left to the lowering; no new IR node is introduced.
 
@@ -76,6 +83,8 @@ class _Fuser:
             new = self.vertical(stms, outer, counts)
             if new is None:
                 new = self.horizontal(stms, outer)
+            if new is None:
+                new = self.horizontal_reduces(stms, outer)
             if new is None:
                 break
             stms = new
@@ -218,6 +227,50 @@ class _Fuser:
         rest = stms[:i] + between + stms[j + 1:]
         pos = i if at == i else j - 1
         return rest[:pos] + [fused] + rest[pos:]
+
+
+    # -- horizontal, reductions --------------------------------------------------
+    def horizontal_reduces(self, stms: list, outer: Facts) -> Optional[list]:
+        for i, s1 in enumerate(stms):
+            if s1.exp.__class__ is not ir.Reduce:
+                continue
+            for j in range(i + 1, len(stms)):
+                s2 = stms[j]
+                if (s2.exp.__class__ is ir.Reduce
+                        and same_atom(s1.exp.width, s2.exp.width)):
+                    new = self.try_horizontal_reduce(stms, i, j, outer)
+                    if new is not None:
+                        return new
+        return None
+
+    def try_horizontal_reduce(self, stms, i: int, j: int, outer: Facts) -> Optional[list]:
+        """Two reductions of one width, the second not reading the first,
+        as one reduction of both (the first moves down to the second):
+        srad's sum and sum of squares of the image, one pass and one
+        parallel region instead of two."""
+        s1, s2 = stms[i], stms[j]
+        out1 = {v.name for v in s1.pat}
+        between = stms[i + 1:j]
+        if uses(s2.exp) & out1 or any(uses(s.exp) & out1 for s in between):
+            return None
+        if not self.between_ok(stms, i, j, outer, moved=i):
+            return None
+        f1 = self.facts_at(stms, i, outer)
+        r1 = body_may_raise(s1.exp.lam.body, f1.for_body(s1.exp))
+        if r1 and (body_may_raise(s2.exp.lam.body, self.facts_at(stms, j, outer).for_body(s2.exp))
+                   or not self.inputs_provable(stms, j, -1, outer, s2.exp.width, s2.exp.arrs,
+                                               {a.name for a in s1.exp.arrs})):
+            return None
+        e1, e2 = s1.exp, s2.exp
+        k1, k2 = len(e1.neutral), len(e2.neutral)
+        p1, p2 = e1.lam.params, e2.lam.params
+        body = ir.Body(e1.lam.body.stms + e2.lam.body.stms,
+                       e1.lam.body.result + e2.lam.body.result)
+        lam = ir.Lambda(p1[:k1] + p2[:k2] + p1[k1:] + p2[k2:], body, e1.lam.ret + e2.lam.ret)
+        red = ir.Reduce(e1.width, lam, e1.neutral + e2.neutral, e1.arrs + e2.arrs,
+                        e1.commutative and e2.commutative)
+        fused = ir.Let(s1.pat + s2.pat, red, s2.loc)
+        return stms[:i] + between + [fused] + stms[j + 1:]
 
 
 def _merge_inputs(params: list, arrs: list, qs, ins) -> dict:

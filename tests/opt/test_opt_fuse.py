@@ -172,3 +172,53 @@ def test_inner_maps_meet_and_fuse_after_outer_fusion():
     p, q, g = _fuse(fun("f", [arr(F64, 2)], body))
     assert len(all_stms(g, ir.Map)) == 2                 # one outer, one inner
     check_same(p, q, "f", [np.arange(6.0).reshape(2, 3)], [np.zeros((0, 4))])
+
+
+def _sum(b: B, n, xs):
+    red = b.lam([I64, I64], lambda sb, x, y: sb.bin("add", x, y))
+    return b.let(ir.Reduce(n, red, (c(0),), (xs,), True), "sum")
+
+
+def test_two_reductions_of_one_width_become_one():
+    """srad's sum and sum of squares: one Reduce of both operators, its
+    results those of both, the map between them still feeding the second."""
+    def body(b: B, xs):
+        n = b.size(xs)
+        s1 = _sum(b, n, xs)
+        sq = _map(b, n, [xs], lambda sb, x: sb.bin("mul", x, x))
+        mx = b.lam([I64, I64], lambda sb, x, y: sb.bin("max", x, y))
+        s2 = b.let(ir.Reduce(n, mx, (c(-7),), (sq,)), "max")
+        return s1, s2
+    p, q, g = _fuse(fun("f", [arr(I64)], body))
+    (r,) = stms(g, ir.Reduce)
+    assert len(r.pat) == 2 and len(r.exp.neutral) == 2 and not r.exp.commutative
+    check_same(p, q, "f", [_ints(1, -2, 3)], [_ints(5)], [_ints()])
+
+
+def test_a_reduction_reading_the_other_or_another_width_stays_apart():
+    def body(b: B, xs, ys):
+        n = b.size(xs)
+        m = b.size(ys)
+        s1 = _sum(b, n, xs)
+        plus = _map(b, n, [xs], lambda sb, x: sb.bin("add", x, s1))
+        s2 = _sum(b, n, plus)                  # reads s1 through the map
+        s3 = _sum(b, m, ys)                    # another width
+        return s1, s2, s3
+    p, q, g = _fuse(fun("f", [arr(I64), arr(I64)], body))
+    assert len(stms(g, ir.Reduce)) == 3
+    check_same(p, q, "f", [_ints(1, 2), _ints(3)], [_ints(), _ints()])
+
+
+def test_two_raising_reductions_are_not_interleaved():
+    """Both operators may raise (integer division): fusing them would
+    change which error comes first."""
+    def body(b: B, xs, ys):
+        n = b.size(xs)
+        def dv():
+            return b.lam([I64, I64], lambda sb, x, y: sb.bin("floordiv", x, y))
+        s1 = b.let(ir.Reduce(n, dv(), (c(100),), (xs,)), "q1")
+        s2 = b.let(ir.Reduce(n, dv(), (c(100),), (ys,)), "q2")
+        return s1, s2
+    p, q, g = _fuse(fun("f", [arr(I64), arr(I64)], body))
+    assert len(stms(g, ir.Reduce)) == 2
+    check_same(p, q, "f", [_ints(1, 0), _ints(0, 1)], [_ints(2, 3), _ints(1, 1)])
