@@ -24,10 +24,11 @@ is emitting:
   (the threads without a block return at once): libgomp re-forms its team
   whenever the size differs from the previous region's, and regions of 15,
   16 and 8 blocks one after another (sgemm at 128 x 160 on 16 threads) took
-  0.27 ms a call against 0.035 ms with one team size; otherwise it calls the body function on [0, n) (in strips
-  of SEQ_CHUNK iterations with a SIGINT poll between them when the body does
-  not loop; a body that loops polls at every iteration); then it unwinds
-  when ctx->code is not 0, and polls.
+  0.27 ms a call against 0.035 ms with one team size; otherwise it calls
+  the body function on [0, n) (in strips of SEQ_CHUNK iterations with a
+  SIGINT poll between them when the body does not loop; a body that loops
+  polls at every iteration); then it unwinds when ctx->code is not 0, and
+  polls.
 
 Nontemporal stores (`Store.nontemporal`, set by codegen/kir_passes/streaming.py).
 x86 streams only aligned vectors (movntps/movntdq; an unaligned

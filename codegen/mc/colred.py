@@ -205,7 +205,7 @@ def _check_widths(lw: Lowerer, p: Plan, env, rows: K.Expr, n: K.Expr) -> None:
             lw.check(S.b("eq", rows, w), "ShapeError", f"{what}: arrays of lengths {{}} and {{}}",
                      s.loc, (w, rows))
             for x in s.exp.arrs:
-                if x.name in env:
+                if x.name in env:      # from outside (the column and the inners' results are not)
                     got = lw.array(x, env).shape[0]
                     lw.check(S.b("eq", got, w), "ShapeError",
                              f"{what}: arrays of lengths {{}} and {{}}", s.loc, (w, got))

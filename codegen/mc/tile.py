@@ -4,8 +4,9 @@ reductions: unroll-and-jam of the (i, j) loops around the reduction loop.
 The nest `map(i -> map(j -> reduce(op, ne, xs_ij)))` (matmul's
 `map(row -> map(col -> reduce(+, 0, map(*, row, col))))` is the classic
 one; scalar arithmetic on the reduce's result may follow, as sgemm's
-alpha once its scaling map is fused in) computes, per output element, a sequential fold over k. Folding one
-element at a time loads both operands of every step from memory. Here the
+alpha once its scaling map is fused in) computes, per output element, a
+sequential fold over k. Folding one element at a time loads both operands
+of every step from memory. Here the
 i loop is unrolled by MR and the j loop by NR and the MR x NR copies of the
 k loop are fused into one (unroll-and-jam, Callahan, Carr and Kennedy;
 the register tiling of Futhark's and BLIS' micro-kernels): each k step
@@ -49,32 +50,9 @@ class _NotJammable(Exception):
     pass
 
 
-def inner_reduce(inner: ir.Map):
-    """The Reduce statement the inner map's function ends in (its result is
-    the function's only result, of scalars), or None."""
-    return lambda_reduce(inner.lam)
-
-
 # The most statements (nested bodies included) of a function copied 16
 # times: beyond it the code grows more than the registers gain.
 MAX_STMS = 64
-
-
-def lambda_reduce(lam: ir.Lambda):
-    """The Reduce statement a function ends in (its result is the function's
-    only result, of scalars), or None; None too for a large function."""
-    body = lam.body
-    if not body.stms or len(body.result) != 1 or len(lam.ret) != 1:
-        return None
-    if sum(1 for _ in iter_stms(body)) > MAX_STMS:
-        return None
-    last = body.stms[-1]
-    red = last.exp
-    if (not isinstance(red, ir.Reduce) or len(last.pat) != 1
-            or not isinstance(body.result[0], ir.Var)
-            or body.result[0].name != last.pat[0].name or not all_scalar(red.lam.ret)):
-        return None
-    return red
 
 
 #: what may follow the reduce in a register-tiled element (matmul's product
@@ -104,6 +82,15 @@ def tiled_reduce(lam: ir.Lambda):
                                     or body.result[0].name != last.pat[0].name):
         return None
     return red, k
+
+
+def lambda_reduce(lam: ir.Lambda):
+    """The Reduce statement a function ends in (its result is the function's
+    only result, of scalars), or None; None too for a large function."""
+    found = tiled_reduce(lam)
+    if found is None or found[1] != len(lam.body.stms) - 1:
+        return None
+    return found[0]
 
 
 def _has(b: K.Block, kinds) -> bool:
@@ -138,6 +125,7 @@ def _emit(lw, inner, red, upto, i0, i1, j0, j1, open_row, element, store):
     njb = lw.let("njb", S.b("div", S.b("sub", j1, j0), nr))
     jr = lw.let("jr", S.b("add", j0, S.b("mul", njb, nr)))
     ir_ = lw.let("ir", S.b("add", i0, S.b("mul", nib, mr)))
+
     def block_rows(ib):
         ia = lw.let("ia", S.b("add", i0, S.b("mul", ib, mr)))
         with ExitStack() as rows_stack:

@@ -228,7 +228,6 @@ class _Fuser:
         pos = i if at == i else j - 1
         return rest[:pos] + [fused] + rest[pos:]
 
-
     # -- horizontal, reductions --------------------------------------------------
     def horizontal_reduces(self, stms: list, outer: Facts) -> Optional[list]:
         for i, s1 in enumerate(stms):

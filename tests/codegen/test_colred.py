@@ -13,15 +13,13 @@ import pytest
 
 from backend_pair import python_and
 from pyshark.codegen import kir as K
-from pyshark.codegen.lower import Options, lower_program
 from pyshark.codegen.mc.colred import COLUMN_BLOCK, MIN_CHUNK_ROWS, plan
 from pyshark.codegen.pipeline import optimise
 from pyshark.core import ir
-from pyshark.core.check import check_program
 from pyshark.testing import assert_close
 from pyshark.translate import translate_source
 
-from test_lower import stms
+from test_lower import lower_optimised as lower, stms
 
 SRC = """
 import pyshark.prelude as ps
@@ -70,13 +68,6 @@ def also_returned(a: Matrix) -> tuple[F32s, Matrix]:
     return (ps.map(lambda c: ps.sum(c), t), t)
 """
 
-
-def lower(src: str) -> K.Module:
-    program = translate_source(textwrap.dedent(src), "<test>")
-    check_program(program)
-    m = lower_program(optimise(program, check=True), Options())
-    K.check_module(m)
-    return m
 
 
 def _allocs(m: K.Module, name: str) -> set:

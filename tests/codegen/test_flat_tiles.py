@@ -5,20 +5,15 @@ blocks; both give Python mode's results at shapes around the tile edges,
 and Python mode's exception."""
 from __future__ import annotations
 
-import textwrap
 
 import numpy as np
 import pytest
 
 from backend_pair import python_and
 from pyshark.codegen import kir as K
-from pyshark.codegen.lower import Options, lower_program
 from pyshark.codegen.mc.segmap import TILE_I, TILE_J, TILE_J_FLAT
-from pyshark.codegen.pipeline import optimise
-from pyshark.core.check import check_program
-from pyshark.translate import translate_source
 
-from test_lower import stms
+from test_lower import lower_optimised as lower, stms
 
 SRC = """
 import pyshark.prelude as ps
@@ -43,13 +38,6 @@ def rowsums(a: ps.Array[ps.Array[ps.f32]], b: ps.Array[ps.Array[ps.f32]]) -> ps.
         lambda x, y: max(x, y), ps.f32(0.0), ps.map(lambda u, v: u - v, r, c)), b), a)
 """
 
-
-def lower(src: str) -> K.Module:
-    program = translate_source(textwrap.dedent(src), "<test>")
-    check_program(program)
-    m = lower_program(optimise(program, check=True), Options())
-    K.check_module(m)
-    return m
 
 
 def _tile_widths(m: K.Module, name: str) -> set:

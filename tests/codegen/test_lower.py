@@ -11,6 +11,7 @@ import pytest
 from pyshark.codegen import kir as K
 from pyshark.codegen.kir_interp import Buffer, run_function
 from pyshark.codegen.lower import Options, lower_program, symbol
+from pyshark.codegen.pipeline import optimise
 from pyshark.translate import translate_source
 from pyshark.core.check import check_program
 
@@ -19,6 +20,16 @@ def lower(src: str, **opts) -> K.Module:
     program = translate_source(HEAD + textwrap.dedent(src), "<test>")
     check_program(program)
     m = lower_program(program, Options(**opts))
+    K.check_module(m)
+    return m
+
+
+def lower_optimised(src: str) -> K.Module:
+    """A whole module (its own imports) through the middle end (inlining and
+    fusion) and the lowering, as the backends compile it."""
+    program = translate_source(textwrap.dedent(src), "<test>")
+    check_program(program)
+    m = lower_program(optimise(program, check=True), Options())
     K.check_module(m)
     return m
 

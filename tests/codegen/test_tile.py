@@ -15,21 +15,9 @@ from pyshark.codegen import kir as K
 from pyshark.codegen.mc.tile import MR, NR
 from pyshark.wrapper import available_backends
 
-from pyshark.codegen.lower import Options, lower_program
-from pyshark.codegen.pipeline import optimise
-from pyshark.core.check import check_program
-from pyshark.translate import translate_source
 
-from test_lower import stms
+from test_lower import lower_optimised as lower, stms
 
-
-def lower(src: str) -> K.Module:
-    """Through the middle end (inlining and fusion), as the backends do."""
-    program = translate_source(textwrap.dedent(src), "<test>")
-    check_program(program)
-    m = lower_program(optimise(program, check=True), Options())
-    K.check_module(m)
-    return m
 
 MATMUL = """
 import pyshark.prelude as ps
