@@ -39,10 +39,15 @@ NOTE_STAGES = 8
 
 
 def _compile(backend: str, path: Path, cache: str, stages: dict | None = None,
-             cpu: dict | None = None):
-    """Compile and load `path`; `stages` gets the wall seconds per stage,
-    `cpu` the process CPU seconds per stage and, under "total", of the
-    whole compile (steadier than wall time on a loaded machine; LLVM's
+             cpu: dict | None = None, after: dict | None = None):
+    """Compile and load `path`: (the Wrapper, the seconds until its entries
+    can be called). On the cpu backend that is the quick tier of a tiered
+    compile (wrapper/tiers.py); `after["optimised_s"]` gets the seconds
+    until every entry ran optimised code (the background build, waited for
+    here in any case, so that timings and the cache see the optimised
+    module). `stages` gets the wall seconds per stage of the compile in this
+    process, `cpu` the process CPU seconds per stage and, under "total", of
+    the whole compile (steadier than wall time on a loaded machine; LLVM's
     parallel parts add up)."""
     from pyshark import Wrapper
     from pyshark.compile_times import recording
@@ -51,12 +56,18 @@ def _compile(backend: str, path: Path, cache: str, stages: dict | None = None,
     t0 = time.perf_counter()
     with recording() as rec:
         w.compile_and_load()
+    seconds = time.perf_counter() - t0
+    wait = getattr(type(w), "wait_optimised", None)
+    if wait is not None:
+        wait(w)
+    if after is not None:
+        after["optimised_s"] = time.perf_counter() - t0
     if stages is not None:
         stages.update(rec.seconds)
     if cpu is not None:
         cpu.update(rec.cpu)
         cpu["total"] = rec.total_cpu
-    return w, time.perf_counter() - t0
+    return w, seconds
 
 
 def breakdown_note(program: str, seconds: float, stages: dict, cpu: dict | None = None) -> str:
@@ -91,33 +102,44 @@ def _goal_rows(cache: str) -> list[dict]:
     lvc = PROGRAMS_DIR / "locvolcalib.py"
     stages: dict = {}
     cpu: dict = {}
-    _, cold = _compile("cpu", lvc, cache, stages, cpu)
+    after: dict = {}
+    _, cold = _compile("cpu", lvc, cache, stages, cpu, after)
     rows.append({"target": "ps.cpu", "program": "locvolcalib (goal < 1 s)", "cold_s": cold,
                  "cold_cpu_s": cpu.get("total"), "stages_s": stages, "stages_cpu_s": cpu,
-                 "note": breakdown_note("locvolcalib", cold, stages, cpu)})
+                 "optimised_s": after["optimised_s"],
+                 "note": breakdown_note("locvolcalib", cold, stages, cpu)
+                 + _optimised_note(cold, after["optimised_s"])})
     corpus = conformance_dir()
     mods = sorted(Path(corpus).glob("*.py")) if corpus and Path(corpus).is_dir() else []
     timed = []
     for path in mods:
-        stages, cpu = {}, {}
+        stages, cpu, after = {}, {}, {}
         try:
-            _, cold = _compile("cpu", path, cache, stages, cpu)
+            _, cold = _compile("cpu", path, cache, stages, cpu, after)
         except Exception:          # a module the cpu backend rejects is the tests' business
             continue
-        timed.append((cold, path.stem, stages, cpu))
+        timed.append((cold, path.stem, stages, cpu, after["optimised_s"]))
     if timed:
-        cold, name, stages, cpu = max(timed, key=lambda t: t[0])
+        cold, name, stages, cpu, optimised = max(timed, key=lambda t: t[0])
         over = sorted((t for t in timed if t[0] >= GOALS_S["conformance"]), key=lambda t: -t[0])
         rows.append({"target": "ps.cpu", "program": f"conformance/{name} (slowest of "
                                                     f"{len(timed)}; goal < 0.5 s)",
                      "cold_s": cold, "cold_cpu_s": cpu.get("total"), "stages_s": stages,
-                     "stages_cpu_s": cpu,
+                     "stages_cpu_s": cpu, "optimised_s": optimised,
                      "over_goal": {t[1]: t[0] for t in over},
                      "note": breakdown_note(f"conformance/{name}", cold, stages, cpu)
+                     + _optimised_note(cold, optimised)
                      + f"; {len(over)} of {len(timed)} conformance modules took 0.5 s or more"
                      + (": " + ", ".join(f"{t[1]} {t[0] * 1e3:.0f} ms" for t in over[:6])
                         if over else "")})
     return rows
+
+
+def _optimised_note(cold: float, optimised: float) -> str:
+    if optimised - cold < 1e-3:
+        return ""
+    return (f"; the entries ran the quick tier's code until the optimised module replaced "
+            f"it {optimised * 1e3:.0f} ms after the compile began")
 
 
 def _call_time(call) -> float:

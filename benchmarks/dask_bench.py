@@ -145,6 +145,7 @@ def main(argv=None) -> int:
                                  if device else {}))
     w.add_source_file(src)
     w.compile_and_load()
+    w.wait_optimised()           # the workers load the optimised module
     env = {"OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads)}
     print(f"# {args.workers} workers x {threads} threads, memory limit {args.memory_limit} "
           f"each; arrays of {n:.3g} elements ({n * 8 / 1e9:.1f} GB as f64), chunks of "

@@ -24,6 +24,12 @@ def pytest_configure(config):
     # differential test, beside the user-facing backends.
     from pyshark.wrapper import registry
     registry.register_backend("kir", "pyshark.codegen.kir_backend:KirBackend")
+    # The cpu backend's quick tier (a tiered compile's first calls) takes
+    # part too; "cpu" itself compiles optimised code directly (no background
+    # upgrades racing the tests), except where a test asks for tiers
+    # (tests/wrapper/test_tiers.py).
+    registry.register_backend("cpu-quick", "pyshark.codegen.cpu.backend:QuickCpuBackend")
+    os.environ.setdefault("PYSHARK_TIERED", "0")
     if not os.environ.get("PYSHARK_KEEP_CACHE"):
         _SESSION_CACHE.append(tempfile.mkdtemp(prefix="pyshark-test-cache-"))
         os.environ["PYSHARK_CACHE_DIR"] = _SESSION_CACHE[-1]

@@ -93,6 +93,12 @@ class Backend:
     #: wrapper converts them with np.asarray)
     keeps_device_arrays = False
 
+    #: whether the backend has a quick tier (docs/cpu-backend.md, "Tiered
+    #: compilation"): compile_quick(path, text, directory) writes a module
+    #: that runs at once, and upgrade_command(quick_dir, target_dir) the
+    #: command that builds the optimised module from it in the background
+    tiered = False
+
     def __init__(self, options: Options = Options(), **runtime):
         self.options = options
         if runtime:

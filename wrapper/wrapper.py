@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import shutil
 import tempfile
+import threading
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from .artifacts import (cache_key, cache_path, default_cache_dir, pyshark_versio
                         read_manifest, write_atomically, write_manifest)
 from .backend import LoadedModule, Options, check_num_threads
 from .registry import get_backend
+from .tiers import Upgrade, tiered_by_default
 
 
 class UnknownEntry(AttributeError, LookupError):
@@ -49,8 +51,11 @@ class Wrapper:
     def __init__(self, backend: str = "python", *, unsafe: bool = False,
                  fastmath: bool = False, cache_dir: str | Path | None = None,
                  device: str | None = None, device_arrays: bool = False,
-                 num_threads: int | None = None):
-        """`num_threads` (cpu): at most this many threads per parallel loop
+                 num_threads: int | None = None, tiered: bool | None = None):
+        """`tiered` (cpu): a cold compile returns quick code at once and
+        swaps every entry to the optimised code when a background process
+        has built it (wrapper/tiers.py; default: on unless PYSHARK_TIERED=0;
+        wait_optimised() waits for it). `num_threads` (cpu): at most this many threads per parallel loop
         (default: pyshark.set_num_threads's, else every core or
         OMP_NUM_THREADS); validated, and ignored, by the other backends.
         `device` (opencl): which OpenCL device, a platform:device index as
@@ -76,6 +81,11 @@ class Wrapper:
         self.cache_dir = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
         self._sources: list[_Source] = []
         self._entries: dict[str, tuple[LoadedModule, object]] = {}
+        self._tiered = bool(cls.tiered and (tiered_by_default() if tiered is None else tiered))
+        self._upgrades: list[Upgrade] = []
+        self._quick: list[LoadedModule] = []        # loaded quick modules, never dropped
+        self._fast: list[tuple[str, LoadedModule, object]] = []   # handed-out C call objects
+        self._swap_lock = threading.Lock()
         self._loaded = False
         #: True when every module came from the on-disk cache (or a build output)
         self.loaded_from_cache = False
@@ -159,6 +169,8 @@ class Wrapper:
                 return self._load_dir(target, path), True
             except Exception:          # a corrupt or incompatible entry: rebuild it
                 shutil.rmtree(target, ignore_errors=True)
+        if self._tiered:
+            return self._compile_tiered(source, text, target, path)
         fill = lambda d: self._compile_into(source.name, text, d)  # noqa: E731
         try:
             write_atomically(target, fill)
@@ -168,8 +180,69 @@ class Wrapper:
             fill(target)
         return self._load_dir(target, path), False
 
-    def _compile_into(self, path: Path | str, text: str, directory: Path) -> dict:
-        program, files = self._backend.compile(path, text, directory)
+    def _compile_tiered(self, source: _Source, text: str, target: Path,
+                        path: Path | None) -> tuple[LoadedModule, bool]:
+        """The quick module (from the cache when a run before this one left
+        it there), loaded, with its upgrade to `target` started."""
+        quick = target.with_name(target.name + "-quick")
+        hit = False
+        if (quick / "manifest.json").is_file():
+            try:
+                module, hit = self._load_dir(quick, path), True
+            except Exception:
+                shutil.rmtree(quick, ignore_errors=True)
+        if not hit:
+            fill = lambda d: self._compile_into(source.name, text, d, quick=True)  # noqa: E731
+            try:
+                write_atomically(quick, fill)
+            except OSError:
+                quick = Path(tempfile.mkdtemp(prefix="pyshark-"))
+                target = quick.with_name(quick.name + "-optimised")
+                fill(quick)
+            module = self._load_dir(quick, path)
+        command = self._backend.upgrade_command(quick, target)
+        if command is not None:
+            self._quick.append(module)
+            self._upgrades.append(Upgrade(command, target,
+                                          load=lambda d: self._load_dir(d, path),
+                                          swap=lambda full: self._swap(module, full)))
+        return module, hit
+
+    def _swap(self, quick: LoadedModule, full: LoadedModule) -> None:
+        """Every entry of module `quick` now calls module `full` (the same
+        entries, optimised), the C call objects already handed out included."""
+        with self._swap_lock:
+            for name, (module, entry) in list(self._entries.items()):
+                if module is quick:
+                    self._entries[name] = (full, entry)
+            for name, module, obj in self._fast:
+                if module is quick:
+                    full.retarget_fast_entry(obj, name)
+            self._fast = [(n, full if m is quick else m, o) for n, m, o in self._fast]
+
+    @property
+    def tier(self) -> str:
+        """"quick" while an entry runs a tiered compile's quick code, else
+        "optimised"."""
+        quick = {id(m) for m in self._quick}
+        return "quick" if any(id(m) in quick for m, _ in self._entries.values()) else "optimised"
+
+    def wait_optimised(self, timeout: float | None = None) -> bool:
+        """Waits for the background builds of a tiered compile; True when
+        every entry runs optimised code (False on timeout, or where a build
+        failed: its UpgradeWarning said why, and the quick code keeps running)."""
+        import time
+        end = None if timeout is None else time.monotonic() + timeout
+        for up in list(self._upgrades):
+            left = None if end is None else max(0.0, end - time.monotonic())
+            if not up.wait(left):
+                return False
+        return self.tier == "optimised"
+
+    def _compile_into(self, path: Path | str, text: str, directory: Path,
+                      quick: bool = False) -> dict:
+        compile_ = self._backend.compile_quick if quick else self._backend.compile
+        program, files = compile_(path, text, directory)
         with stage("artifacts"):
             return write_manifest(directory, backend=self.backend,
                                   options=self.options.as_dict(), source_path=str(path),
@@ -237,6 +310,7 @@ class Wrapper:
         """The artifact directory (cache entry or `pyshark build` output) of
         the module that defines entry `name`: what pyshark.dask ships to its
         workers so that they load, never compile."""
+        self.wait_optimised()
         module, _ = self._lookup(name)
         if module.directory is None:
             raise RuntimeError(f"entry {name!r} was not loaded from an artifact directory")
@@ -283,14 +357,22 @@ class Wrapper:
             raise AttributeError(f"{type(self).__name__!s} has no attribute {name!r} (entries "
                                  f"are attributes after compile_and_load())")
         module, entry = self._lookup(name)
-        bind, mcall, keep = convert.bind_args, module.call, self._keep_device
+        bind, entries, keep = convert.bind_args, self._entries, self._keep_device
 
         def call(*args, **kwargs):
-            return mcall(name, bind(entry, args, kwargs, keep))
+            # the module is looked up per call: a tiered compile swaps it
+            return entries[name][0].call(name, bind(entry, args, kwargs, keep))
         # a module may give a faster callable for the common case, which
         # calls `call` for everything else (the native opencl host's C path)
         fast = getattr(module, "fast_entry", None)
-        call = (fast(name, call) if fast is not None else None) or call
+        fast_call = fast(name, call) if fast is not None else None
+        if fast_call is not None:
+            with self._swap_lock:           # a swap since the lookup: follow it
+                now = self._entries[name][0]
+                if now is not module:
+                    now.retarget_fast_entry(fast_call, name)
+                self._fast.append((name, now, fast_call))
+        call = fast_call or call
         call.__name__ = call.__qualname__ = name
         text = self.__dict__.get("_entry_texts", {}).get(name)
         call.__doc__ = (entry_docstring(text, name) if text else None) or self.signature(name)

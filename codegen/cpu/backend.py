@@ -54,6 +54,8 @@ LIB_FILE = "module.so"
 ABI_FILE = "abi.json"
 HEADER_FILE = "module.h"
 KIR_FILE = "kernels.txt"
+#: the quick tier's LLVM IR, one file per part, for its upgrade (upgrade.py)
+LLVM_DIR = "llvm"
 
 _ERRORS = ERRORS            # kept under its old name
 
@@ -141,6 +143,12 @@ class CpuModule(LoadedModule):
         caller = self.callers.get(name)
         return None if caller is None else entry(caller, slow, main=_MAIN,
                                                  pnt=PROCESS_NUM_THREADS, free=_free)
+
+    def retarget_fast_entry(self, call_object, name: str) -> None:
+        """Points a fast_entry call object of another module of the same LLVM
+        IR (the quick tier's) at this module's entry `name`."""
+        from .fastcall import retarget
+        retarget(call_object, self.callers[name])
 
 
 class _Caller:
@@ -275,7 +283,18 @@ def llvm_parts() -> int:
     return max(1, min(MAX_LLVM_THREADS, cpus))
 
 
-def _sha256(path: Path) -> str:
+def write_llvm_parts(directory: Path, llvm_ir) -> list[str]:
+    """The emitted LLVM IR (one text or a list of parts) under LLVM_DIR;
+    their names, relative to `directory`."""
+    parts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
+    (Path(directory) / LLVM_DIR).mkdir(exist_ok=True)
+    names = [f"{LLVM_DIR}/part{k}.ll" for k in range(len(parts))]
+    for name, text in zip(names, parts):
+        (Path(directory) / name).write_text(text)
+    return names
+
+
+def file_sha256(path: Path) -> str:
     import hashlib
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -294,6 +313,7 @@ class CpuBackend(Backend):
     description = "LLVM (llvmlite): every CPU core through OpenMP, SIMD through LLVM's vectorizers"
     runtime_options = ("num_threads",)
     uses_num_threads = True
+    tiered = True
 
     def __init__(self, options=None, *, num_threads: int | None = None):
         from pyshark.wrapper.backend import Options, check_num_threads
@@ -315,24 +335,48 @@ class CpuBackend(Backend):
             program = translate_and_check(path, text=source_text)
         return program, self.compile_program(program, directory)
 
-    def compile_program(self, program: ir.Program, directory: Path) -> dict:
+    def compile_quick(self, path: Path, source_text: str, directory: Path):
+        """`compile` for the quick tier (link._run_quick_pipeline), keeping the
+        emitted LLVM IR for the upgrade (upgrade.py); the plain compile where
+        no C compiler links the library (the JIT fallback has no tiers)."""
+        with gc_paused():
+            program = translate_and_check(path, text=source_text)
+        return program, self.compile_program(program, directory, quick=True)
+
+    def upgrade_command(self, quick_dir: Path, target_dir: Path) -> list[str] | None:
+        """The command that builds the optimised module in `target_dir` from
+        the quick one in `quick_dir` (python -m ...upgrade), or None when
+        `quick_dir` holds no LLVM IR (it was built optimised)."""
+        import sys
+        manifest = json.loads((Path(quick_dir) / "manifest.json").read_text())
+        if not manifest["files"].get("llvm_parts"):
+            return None
+        return [sys.executable, "-m", f"{__package__}.upgrade", str(quick_dir), str(target_dir)]
+
+    def compile_program(self, program: ir.Program, directory: Path, quick: bool = False) -> dict:
+        from ..native_ext import find_c_compiler
         from ..stages import build_kernels
         from .emit import emit_module_parts
         from .link import optimise_and_build
+        quick = quick and find_c_compiler() is not None
         with gc_paused():
             kernels = build_kernels(program, self.options)  # stages.pipeline_for(MULTICORE)
             with stage("emit-llvm"):
                 llvm_ir = emit_module_parts(kernels, llvm_parts(),
                                             fastmath=self.options.fastmath)
         directory = Path(directory)
-        optimise_and_build(llvm_ir, directory / LIB_FILE, fastmath=self.options.fastmath)
+        optimise_and_build(llvm_ir, directory / LIB_FILE, fastmath=self.options.fastmath,
+                           quick=quick)
+        files = {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
         with stage("artifacts"):
             (directory / ABI_FILE).write_text(json.dumps(
                 {"entries": abi_of(program), "messages": kernels.messages,
-                 "library_sha256": _sha256(directory / LIB_FILE)}))
+                 "library_sha256": file_sha256(directory / LIB_FILE)}))
             (directory / HEADER_FILE).write_text(c_header(program))
             (directory / KIR_FILE).write_text(K.pretty_module(kernels))
-        return {"library": LIB_FILE, "abi": ABI_FILE, "header": HEADER_FILE}
+            if quick:
+                files["llvm_parts"] = write_llvm_parts(directory, llvm_ir)
+        return files
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:
         with stage("load"):
@@ -345,27 +389,43 @@ class CpuBackend(Backend):
         lib_path = directory / manifest["files"]["library"]
         # never dlopen a library that is not byte for byte the one we built
         # (a truncated or corrupt cache entry is rebuilt by the Wrapper)
-        if _sha256(lib_path) != abi.get("library_sha256"):
+        if file_sha256(lib_path) != abi.get("library_sha256"):
             raise ValueError(f"{lib_path} does not match its recorded hash (corrupt artifact)")
         lib = load_library(lib_path)
         return CpuModule(lib, abi["entries"], abi["messages"], entries_from_manifest(manifest),
                          manifest["source"], self.num_threads)
 
 
-def compile_breakdown(path, text: str | None = None, **wrapper_options) -> StageTimes:
+class QuickCpuBackend(CpuBackend):
+    """The quick tier alone, never upgraded: the development backend
+    "cpu-quick" (registered by the tests, as "kir" is), so that the
+    conformance corpus and the differential tests also run the code that
+    the first calls of a tiered compile run."""
+    name = "cpu-quick"
+    description = "the cpu backend's quick tier (link._run_quick_pipeline), for tests"
+    tiered = False
+
+    def compile(self, path: Path, source_text: str, directory: Path):
+        return self.compile_quick(path, source_text, directory)
+
+
+def compile_breakdown(path, text: str | None = None, *, tiered: bool = False,
+                      **wrapper_options) -> StageTimes:
     """A cold compile and load of one module by the cpu backend, timed stage
     by stage (pyshark/compile_times.py): the Wrapper's own path, into a fresh
     cache directory, so nothing comes from the disk cache. Per-process work
     done once (imports, the compiler fingerprint, LLVM's set-up) is paid by
     the first call of a process: compile a small module first to leave it
-    out. `text` replaces the file's contents; `wrapper_options` go to
-    Wrapper (unsafe, fastmath, num_threads)."""
+    out. `text` replaces the file's contents; `tiered`: the quick tier's
+    compile (what a tiered compile_and_load waits for; its background
+    upgrade is waited for, untimed, before the cache goes); `wrapper_options`
+    go to Wrapper (unsafe, fastmath, num_threads)."""
     import shutil
     import tempfile
     from pyshark.wrapper import Wrapper
     cache = tempfile.mkdtemp(prefix="pyshark-breakdown-")
     try:
-        w = Wrapper("cpu", cache_dir=cache, **wrapper_options)
+        w = Wrapper("cpu", cache_dir=cache, tiered=tiered, **wrapper_options)
         if text is None:
             w.add_source_file(path)
         else:
@@ -374,6 +434,7 @@ def compile_breakdown(path, text: str | None = None, **wrapper_options) -> Stage
             w.compile_and_load()
         if w.loaded_from_cache:
             raise RuntimeError("a fresh cache directory served a cached module")
+        w.wait_optimised()
         return rec
     finally:
         shutil.rmtree(cache, ignore_errors=True)

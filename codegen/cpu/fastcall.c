@@ -313,14 +313,16 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         ctx.sigint = (unsigned long long)PyThread_get_thread_ident() == ident;
     }
     int32_t code;
+    void *fn = e->fn;                       /* read with the GIL held (retarget) */
     Py_BEGIN_ALLOW_THREADS
-    code = gen_call(e->fn, iv, fv);
+    code = gen_call(fn, iv, fv);
     Py_END_ALLOW_THREADS
     while (code == INTERRUPTED) {           /* Ctrl-C: free, Python's handlers, then again */
         free_blocks(e, blocks, 0);
         if (PyErr_CheckSignals() < 0) return NULL;
+        fn = e->fn;
         Py_BEGIN_ALLOW_THREADS
-        code = gen_call(e->fn, iv, fv);
+        code = gen_call(fn, iv, fv);
         Py_END_ALLOW_THREADS
     }
     e->fast_calls++;                        /* it ran here, whatever it returned */
@@ -489,8 +491,32 @@ static PyObject *call_generic(PyObject *mod, PyObject *a) {
     return PyLong_FromLong(r);
 }
 
+/* retarget(entry, fail, keep, fn): the entry calls the function at address fn
+   from now on, with fail and keep replacing its own (the tiered compile's
+   swap to the optimised library: wrapper/tiers.py). The signature must be the
+   same: the optimised library is the same LLVM IR. A call already running
+   keeps the function it read; the old library stays loaded (ctypes never
+   unloads one). */
+static PyObject *retarget(PyObject *mod, PyObject *a) {
+    PyObject *ent, *fail, *keep, *fn;
+    if (!PyArg_ParseTuple(a, "O!OOO", &EntryType, &ent, &fail, &keep, &fn)) return NULL;
+    void *fnp;
+    if (as_addr(fn, &fnp)) return NULL;
+    if (!fnp) {
+        PyErr_SetString(PyExc_ValueError, "retarget: a null address");
+        return NULL;
+    }
+    Entry *e = (Entry *)ent;
+    PyObject *old_fail = e->fail, *old_keep = e->keep;
+    Py_INCREF(fail); Py_INCREF(keep);
+    e->fail = fail; e->keep = keep; e->fn = fnp;
+    Py_XDECREF(old_fail); Py_XDECREF(old_keep);
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"make", make, METH_VARARGS, "an Entry (see fastcall.py)"},
+    {"retarget", retarget, METH_VARARGS, "point an Entry at another library's function"},
     {"call_generic", call_generic, METH_VARARGS, "the ABI probe's call (see fastcall.py)"},
     {NULL}
 };

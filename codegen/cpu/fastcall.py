@@ -182,4 +182,12 @@ def entry(caller, slow: Callable, *, main: list, pnt: list, free) -> Optional[ob
         return None
 
 
-__all__ = ["enabled", "why_not", "extension", "entry", "abi_probe", "simple_result", "SOURCE"]
+def retarget(call_object, caller) -> None:
+    """Points the C call object made by `entry` at backend._Caller `caller`'s
+    function (the same entry of another library built from the same LLVM IR:
+    the tiered compile's optimised module)."""
+    extension().retarget(call_object, caller.raise_error, caller, caller.address)
+
+
+__all__ = ["enabled", "why_not", "extension", "entry", "retarget", "abi_probe",
+           "simple_result", "SOURCE"]

@@ -1,0 +1,152 @@
+"""Tiered compilation (wrapper/tiers.py, codegen/cpu/upgrade.py): a cold cpu
+compile returns the quick tier's module, a background process builds the
+optimised one from the same LLVM IR, and every entry, the callables already
+handed out included, moves to it with the same results."""
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from pyshark import Wrapper
+from pyshark.wrapper import available_backends
+from pyshark.wrapper.tiers import UpgradeWarning, tiered_by_default
+
+pytestmark = pytest.mark.skipif("cpu" not in available_backends(), reason="no cpu backend")
+
+SOURCE = '''
+import pyshark.prelude as ps
+
+@ps.entry
+def saxpy(a: ps.f32, xs: ps.Array[ps.f32], ys: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+    return ps.map(lambda x, y: a * x + y, xs, ys)
+
+@ps.entry
+def total(xs: ps.Array[ps.f64]) -> ps.f64:
+    return ps.sum(xs)
+
+@ps.entry
+def pick(xs: ps.Array[ps.i64], i: int) -> ps.i64:
+    return xs[i]
+
+@ps.entry
+def pair(xs: ps.Array[ps.i32]) -> tuple[ps.i32, ps.Array[ps.i32]]:
+    return ps.sum(xs), ps.map(lambda x: x * 2, xs)
+'''
+
+
+def _wrapper(tmp_path, **kw) -> Wrapper:
+    w = Wrapper("cpu", cache_dir=tmp_path, tiered=True, **kw)
+    w.add_source(SOURCE, "tiered_module.py")
+    return w.compile_and_load()
+
+
+def _check(w, f_saxpy, f_total, f_pick):
+    xs = np.arange(1003, dtype=np.float32)
+    np.testing.assert_array_equal(f_saxpy(np.float32(2.0), xs, xs), 3 * xs)
+    ds = np.linspace(0.0, 1.0, 10_001)
+    assert f_total(ds) == pytest.approx(float(np.sum(ds)), rel=1e-12)
+    assert f_total(np.zeros(0)) == 0.0
+    assert f_pick(np.arange(5), 4) == 4
+    with pytest.raises(IndexError):
+        f_pick(np.arange(5), 5)
+
+
+def test_quick_then_optimised(tmp_path):
+    w = _wrapper(tmp_path)
+    assert w.tier == "quick" and not w.loaded_from_cache
+    f_saxpy, f_total, f_pick = w.saxpy, w.total, w.pick       # handed out before the swap
+    _check(w, f_saxpy, f_total, f_pick)
+    assert w.wait_optimised(300)
+    assert w.tier == "optimised"
+    _check(w, f_saxpy, f_total, f_pick)                     # the same objects, swapped
+    _check(w, w.saxpy, w.total, w.pick)
+    assert w.invoke("pair", np.arange(4, dtype=np.int32))[0] == 6
+    keys = sorted(p.name for p in (tmp_path / "cpu").iterdir())
+    assert len(keys) == 2 and keys[1] == keys[0] + "-quick"
+    manifest = json.loads((tmp_path / "cpu" / keys[0] / "manifest.json").read_text())
+    assert "llvm_parts" not in manifest["files"]
+    # the held objects call the optimised library: its function's address
+    full = w._entries["saxpy"][0]
+    assert f_saxpy is w.saxpy and full.callers["saxpy"].address
+    assert all(m is full or n != "saxpy" for n, m, _ in w._fast)
+
+
+def test_later_wrapper_loads_optimised(tmp_path):
+    w = _wrapper(tmp_path)
+    assert w.wait_optimised(300)
+    again = _wrapper(tmp_path)
+    assert again.loaded_from_cache and again.tier == "optimised"
+    _check(again, again.saxpy, again.total, again.pick)
+
+
+def test_quick_left_in_cache_is_loaded_and_upgraded(tmp_path):
+    """A process that ended before its upgrade left only the quick module:
+    the next Wrapper loads it (no compile) and upgrades it."""
+    w = _wrapper(tmp_path)
+    assert w.wait_optimised(300)
+    opt = [p for p in (tmp_path / "cpu").iterdir() if not p.name.endswith("-quick")][0]
+    import shutil
+    shutil.rmtree(opt)
+    again = _wrapper(tmp_path)
+    assert again.loaded_from_cache and again.tier == "quick"
+    assert again.wait_optimised(300) and again.tier == "optimised"
+    _check(again, again.saxpy, again.total, again.pick)
+
+
+def test_failed_upgrade_keeps_quick_code(tmp_path):
+    w = Wrapper("cpu", cache_dir=tmp_path, tiered=True)
+    w.add_source(SOURCE, "tiered_module.py")
+    # the quick module's LLVM IR is what the upgrade builds from: break it
+    # before the background process reads it
+    real = w._backend.upgrade_command
+
+    def broken(quick_dir, target_dir):
+        for part in (quick_dir / "llvm").iterdir():
+            part.write_text("this is not LLVM IR")
+        return real(quick_dir, target_dir)
+    w._backend.upgrade_command = broken
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        w.compile_and_load()
+        f = w.saxpy
+        assert not w.wait_optimised(300)
+    assert w.tier == "quick"
+    assert any(issubclass(c.category, UpgradeWarning) for c in caught)
+    assert "could not be built" in str(next(c.message for c in caught
+                                            if issubclass(c.category, UpgradeWarning)))
+    _check(w, f, w.total, w.pick)
+
+
+def test_untiered_compiles_optimised(tmp_path):
+    w = Wrapper("cpu", cache_dir=tmp_path, tiered=False)
+    w.add_source(SOURCE, "tiered_module.py")
+    w.compile_and_load()
+    assert w.tier == "optimised" and w.wait_optimised(0)
+    assert [p.name.endswith("-quick") for p in (tmp_path / "cpu").iterdir()] == [False]
+
+
+def test_tiered_default_follows_environment(monkeypatch):
+    monkeypatch.setenv("PYSHARK_TIERED", "0")
+    assert not tiered_by_default()
+    monkeypatch.setenv("PYSHARK_TIERED", "1")
+    assert tiered_by_default()
+    monkeypatch.delenv("PYSHARK_TIERED")
+    assert tiered_by_default()
+
+
+def test_other_backends_have_no_tiers(tmp_path):
+    w = Wrapper("python", cache_dir=tmp_path, tiered=True)
+    w.add_source(SOURCE, "tiered_module.py")
+    w.compile_and_load()
+    assert w.tier == "optimised" and w.wait_optimised(0)
+
+
+def test_artifact_dir_is_the_optimised_module(tmp_path):
+    """pyshark.dask ships artifact_dir to its workers: the optimised module."""
+    w = _wrapper(tmp_path)
+    d = w.artifact_dir("saxpy")
+    assert not d.name.endswith("-quick") and w.tier == "optimised"
+    assert "llvm_parts" not in json.loads((d / "manifest.json").read_text())["files"]
