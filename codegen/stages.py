@@ -78,24 +78,34 @@ def lowering_stage(target: Target = MULTICORE, unsafe: bool = False,
 CONTRACT: Stage = ("contract", contract_products)
 
 
-def kir_stages(target: Target = MULTICORE) -> list[Stage]:
+#: the mc family's kernel IR passes that only make code faster (more code:
+#: SIMD strips, split pieces, per-thread scratch, tiles, streaming stores);
+#: the quick tier of a tiered compile leaves them out (docs/cpu-backend.md,
+#: "Tiered compilation"), every other pass it keeps
+SPEED_ONLY = ("simd-interchange", "split", "jam-while", "chunk-scratch", "tile-steps",
+              "stream-stores")
+
+
+def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
     """The kernel IR passes for a target: hoisting and FMA contraction
     (last) for all; while-loop
     jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
     already) and streaming stores (x86's; OpenCL C has none) for the mc
     family; allocation expansion (a kernel has no heap) and coarsening for
     the gpu family; rows computed in place of their copies (the mc
-    family's: the gpu family expands allocations instead)."""
+    family's: the gpu family expands allocations instead). `quick`: without
+    the mc family's SPEED_ONLY passes."""
     stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
         # no index-set splitting: its pieces are more launches, and on the
         # H200 hotspot (both shapes) and pathfinder, launch-bound, ran 1.1-1.9x
         # slower with it (docs/opencl-backend.md, "Index-set splitting")
         return stages + gpu_kernel_stages(target) + [CONTRACT]
-    return ([("rows-in-place", rows_in_place), ("simd-interchange", simd_interchange)] + stages
-            + [("split", split_index_sets), ("jam-while", jam_while_loops),
-               ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
-               ("stream-stores", stream_stores), CONTRACT])
+    mc = ([("rows-in-place", rows_in_place), ("simd-interchange", simd_interchange)] + stages
+          + [("split", split_index_sets), ("jam-while", jam_while_loops),
+             ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
+             ("stream-stores", stream_stores), CONTRACT])
+    return [s for s in mc if s[0] not in SPEED_ONLY] if quick else mc
 
 
 def gpu_kernel_stages(target: Target) -> list[Stage]:
@@ -107,13 +117,14 @@ def gpu_kernel_stages(target: Target) -> list[Stage]:
 
 
 def pipeline_for(target: Optional[Target] = None, *, unsafe: bool = False,
-                 par_min: Optional[int] = None) -> list[Stage]:
+                 par_min: Optional[int] = None, quick: bool = False) -> list[Stage]:
     """Every stage from checked core IR to the emitter's input for a target
     (None: MULTICORE, the cpu and kir backends); `unsafe` and `par_min` are
-    the lowering's options (codegen/lower.Options)."""
+    the lowering's options (codegen/lower.Options); `quick`: the quick
+    tier's (kir_stages)."""
     target = MULTICORE if target is None else target
     return (core_stages(target) + [lowering_stage(target, unsafe, par_min)]
-            + kir_stages(target))
+            + kir_stages(target, quick))
 
 
 def stage_names(stages: list[Stage]) -> list[str]:
@@ -156,14 +167,15 @@ def run_stages(program, stages: list[Stage], check: bool = False,
 
 def build_kernels(program: ir.Program, options=None, *, target: Optional[Target] = None,
                   par_min: Optional[int] = None, check: bool = False,
-                  until: Optional[str] = None) -> K.Module:
+                  until: Optional[str] = None, quick: bool = False) -> K.Module:
     """The emitter's input for a checked program: every stage of
     pipeline_for(target) (or those up to the kernel IR stage `until`), with
     the unsafe flag of `options` (a backend's Options; None: safe). The
     kernel IR is checked at the end (with check=True after every stage), so
-    an emitter can trust it."""
+    an emitter can trust it. `quick`: the quick tier's stages (kir_stages)."""
     unsafe = bool(getattr(options, "unsafe", False))
-    kernels = run_stages(program, pipeline_for(target, unsafe=unsafe, par_min=par_min),
+    kernels = run_stages(program, pipeline_for(target, unsafe=unsafe, par_min=par_min,
+                                               quick=quick),
                          check=check, until=until)
     if not check:
         with stage("kir-check"):
@@ -171,6 +183,6 @@ def build_kernels(program: ir.Program, options=None, *, target: Optional[Target]
     return kernels
 
 
-__all__ = ["Stage", "core_stages", "lowering_stage", "kir_stages", "gpu_kernel_stages",
+__all__ = ["Stage", "SPEED_ONLY", "core_stages", "lowering_stage", "kir_stages", "gpu_kernel_stages",
            "pipeline_for",
            "stage_names", "check_stage", "run_stages", "build_kernels"]

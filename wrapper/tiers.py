@@ -1,10 +1,11 @@
 """Tiered compilation: a quick module at once, the optimised one in the background.
 
-A cold compile on a backend with tiers (cpu) links the emitted LLVM IR
-through a cheap pipeline (codegen/cpu/link._run_quick_pipeline) and returns:
-the entries run that quick code at once. An `Upgrade` then builds the
-optimised module from the same IR in another process
-(codegen/cpu/upgrade.py) and, when it is done, swaps every entry of the
+A cold compile on a backend with tiers (cpu) leaves out the passes that
+only make code faster and links through a cheap LLVM pipeline
+(codegen/cpu/link._run_quick_pipeline), and returns: the entries run that
+quick code at once. An `Upgrade` then builds the optimised module from the
+same checked core IR in another process (codegen/cpu/upgrade.py) and, when
+it is done, swaps every entry of the
 Wrapper to it, the callables already handed out included (their C call
 objects are pointed at the new library). This is what JIT compilers do for
 start-up time (V8's and the JVM's tiers); see docs/cpu-backend.md, "Tiered

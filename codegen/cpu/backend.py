@@ -54,8 +54,8 @@ LIB_FILE = "module.so"
 ABI_FILE = "abi.json"
 HEADER_FILE = "module.h"
 KIR_FILE = "kernels.txt"
-#: the quick tier's LLVM IR, one file per part, for its upgrade (upgrade.py)
-LLVM_DIR = "llvm"
+#: the quick tier's checked core IR program (pickled), for its upgrade (upgrade.py)
+PROGRAM_FILE = "program.pickle"
 
 _ERRORS = ERRORS            # kept under its old name
 
@@ -283,17 +283,6 @@ def llvm_parts() -> int:
     return max(1, min(MAX_LLVM_THREADS, cpus))
 
 
-def write_llvm_parts(directory: Path, llvm_ir) -> list[str]:
-    """The emitted LLVM IR (one text or a list of parts) under LLVM_DIR;
-    their names, relative to `directory`."""
-    parts = [llvm_ir] if isinstance(llvm_ir, str) else list(llvm_ir)
-    (Path(directory) / LLVM_DIR).mkdir(exist_ok=True)
-    names = [f"{LLVM_DIR}/part{k}.ll" for k in range(len(parts))]
-    for name, text in zip(names, parts):
-        (Path(directory) / name).write_text(text)
-    return names
-
-
 def file_sha256(path: Path) -> str:
     import hashlib
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
@@ -336,9 +325,11 @@ class CpuBackend(Backend):
         return program, self.compile_program(program, directory)
 
     def compile_quick(self, path: Path, source_text: str, directory: Path):
-        """`compile` for the quick tier (link._run_quick_pipeline), keeping the
-        emitted LLVM IR for the upgrade (upgrade.py); the plain compile where
-        no C compiler links the library (the JIT fallback has no tiers)."""
+        """`compile` for the quick tier (docs/cpu-backend.md, "Tiered
+        compilation": without the SPEED_ONLY kernel IR passes, through
+        link._run_quick_pipeline), keeping the checked core IR for the
+        upgrade (upgrade.py); the plain compile where no C compiler links the
+        library (the JIT fallback has no tiers)."""
         with gc_paused():
             program = translate_and_check(path, text=source_text)
         return program, self.compile_program(program, directory, quick=True)
@@ -346,10 +337,10 @@ class CpuBackend(Backend):
     def upgrade_command(self, quick_dir: Path, target_dir: Path) -> list[str] | None:
         """The command that builds the optimised module in `target_dir` from
         the quick one in `quick_dir` (python -m ...upgrade), or None when
-        `quick_dir` holds no LLVM IR (it was built optimised)."""
+        `quick_dir` holds no core IR (it was built optimised)."""
         import sys
         manifest = json.loads((Path(quick_dir) / "manifest.json").read_text())
-        if not manifest["files"].get("llvm_parts"):
+        if not manifest["files"].get("core_program"):
             return None
         return [sys.executable, "-m", f"{__package__}.upgrade", str(quick_dir), str(target_dir)]
 
@@ -360,7 +351,8 @@ class CpuBackend(Backend):
         from .link import optimise_and_build
         quick = quick and find_c_compiler() is not None
         with gc_paused():
-            kernels = build_kernels(program, self.options)  # stages.pipeline_for(MULTICORE)
+            # stages.pipeline_for(MULTICORE)
+            kernels = build_kernels(program, self.options, quick=quick)
             with stage("emit-llvm"):
                 llvm_ir = emit_module_parts(kernels, llvm_parts(),
                                             fastmath=self.options.fastmath)
@@ -375,7 +367,10 @@ class CpuBackend(Backend):
             (directory / HEADER_FILE).write_text(c_header(program))
             (directory / KIR_FILE).write_text(K.pretty_module(kernels))
             if quick:
-                files["llvm_parts"] = write_llvm_parts(directory, llvm_ir)
+                import pickle
+                (directory / PROGRAM_FILE).write_bytes(
+                    pickle.dumps(program, protocol=pickle.HIGHEST_PROTOCOL))
+                files["core_program"] = PROGRAM_FILE
         return files
 
     def load(self, directory: Path, manifest: dict, source_path: Path | None) -> LoadedModule:

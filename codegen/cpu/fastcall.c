@@ -494,7 +494,7 @@ static PyObject *call_generic(PyObject *mod, PyObject *a) {
 /* retarget(entry, fail, keep, fn): the entry calls the function at address fn
    from now on, with fail and keep replacing its own (the tiered compile's
    swap to the optimised library: wrapper/tiers.py). The signature must be the
-   same: the optimised library is the same LLVM IR. A call already running
+   same: the optimised library is the same program's. A call already running
    keeps the function it read; the old library stays loaded (ctypes never
    unloads one). */
 static PyObject *retarget(PyObject *mod, PyObject *a) {

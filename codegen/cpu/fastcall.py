@@ -184,8 +184,8 @@ def entry(caller, slow: Callable, *, main: list, pnt: list, free) -> Optional[ob
 
 def retarget(call_object, caller) -> None:
     """Points the C call object made by `entry` at backend._Caller `caller`'s
-    function (the same entry of another library built from the same LLVM IR:
-    the tiered compile's optimised module)."""
+    function (the same entry, with the same C signature, of another library
+    of the same program: the tiered compile's optimised module)."""
     extension().retarget(call_object, caller.raise_error, caller, caller.address)
 
 

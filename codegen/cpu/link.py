@@ -127,11 +127,10 @@ def _run_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False,
 def _run_quick_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False) -> None:
     """The quick tier (docs/cpu-backend.md, "Tiered compilation"): SROA,
     InstCombine and SimplifyCFG only, no loop passes, no vectorizers, no
-    inlining. On LocVolCalib's 15,000-line strike body this is 0.6 s of LLVM
-    against O3's 4.4-4.9 s, for code 1.7x slower (2-core AMD EPYC). The
-    emitted IR is the same as O3's, so the results differ at most where the
-    golden rule allows (reassociated reductions, contracted products, libm
-    against libmvec)."""
+    inlining. On LocVolCalib's 15,000-line strike body this was 0.6 s of LLVM
+    against O3's 4.4-4.9 s, for code 1.7x slower (2-core AMD EPYC); SROA
+    alone gave slower code for no less time, code generation level 0
+    (FastISel) code 2.8x slower still."""
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
     mpm = llvm.create_new_module_pass_manager()
     mpm.add_sroa_pass()

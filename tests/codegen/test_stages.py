@@ -48,6 +48,24 @@ def test_every_stage_is_named_once_in_pipeline_order():
         assert all(callable(run) for _, run in stages)
 
 
+def test_the_quick_tier_leaves_out_only_the_speed_only_passes():
+    """A tiered compile's quick tier (docs/cpu-backend.md, "Tiered
+    compilation"): the cpu pipeline without stages.SPEED_ONLY, in the same
+    order; the gpu pipeline has no quick tier and is unchanged."""
+    quick = ST.stage_names(ST.pipeline_for(MULTICORE, quick=True))
+    assert quick == [n for n in CPU_NAMES if n not in ST.SPEED_ONLY]
+    assert set(ST.SPEED_ONLY) <= set(CPU_NAMES) and "contract" in quick
+    assert ST.stage_names(ST.pipeline_for(GPU, quick=True)) == GPU_NAMES
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_the_quick_pipeline_checks_after_every_stage(name):
+    stages = ST.pipeline_for(MULTICORE, quick=True)
+    checked = ST.run_stages(_program(name), stages, check=True)
+    assert K.pretty_module(checked) == K.pretty_module(
+        ST.build_kernels(_program(name), None, quick=True))
+
+
 @pytest.mark.parametrize("backend", list(TARGETS))
 @pytest.mark.parametrize("name", PROGRAMS)
 def test_each_pipeline_checks_after_every_stage(name, backend):

@@ -1,7 +1,7 @@
 """Tiered compilation (wrapper/tiers.py, codegen/cpu/upgrade.py): a cold cpu
 compile returns the quick tier's module, a background process builds the
-optimised one from the same LLVM IR, and every entry, the callables already
-handed out included, moves to it with the same results."""
+optimised one from its checked core IR, and every entry, the callables
+already handed out included, moves to it with the same results."""
 from __future__ import annotations
 
 import json
@@ -67,7 +67,7 @@ def test_quick_then_optimised(tmp_path):
     keys = sorted(p.name for p in (tmp_path / "cpu").iterdir())
     assert len(keys) == 2 and keys[1] == keys[0] + "-quick"
     manifest = json.loads((tmp_path / "cpu" / keys[0] / "manifest.json").read_text())
-    assert "llvm_parts" not in manifest["files"]
+    assert "core_program" not in manifest["files"]
     # the held objects call the optimised library: its function's address
     full = w._entries["saxpy"][0]
     assert f_saxpy is w.saxpy and full.callers["saxpy"].address
@@ -99,13 +99,12 @@ def test_quick_left_in_cache_is_loaded_and_upgraded(tmp_path):
 def test_failed_upgrade_keeps_quick_code(tmp_path):
     w = Wrapper("cpu", cache_dir=tmp_path, tiered=True)
     w.add_source(SOURCE, "tiered_module.py")
-    # the quick module's LLVM IR is what the upgrade builds from: break it
+    # the quick module's core IR is what the upgrade builds from: break it
     # before the background process reads it
     real = w._backend.upgrade_command
 
     def broken(quick_dir, target_dir):
-        for part in (quick_dir / "llvm").iterdir():
-            part.write_text("this is not LLVM IR")
+        (quick_dir / "program.pickle").write_bytes(b"this is not a pickle")
         return real(quick_dir, target_dir)
     w._backend.upgrade_command = broken
     with warnings.catch_warnings(record=True) as caught:
@@ -149,4 +148,4 @@ def test_artifact_dir_is_the_optimised_module(tmp_path):
     w = _wrapper(tmp_path)
     d = w.artifact_dir("saxpy")
     assert not d.name.endswith("-quick") and w.tier == "optimised"
-    assert "llvm_parts" not in json.loads((d / "manifest.json").read_text())["files"]
+    assert "core_program" not in json.loads((d / "manifest.json").read_text())["files"]
