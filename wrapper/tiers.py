@@ -7,7 +7,8 @@ quick code at once. An `Upgrade` then builds the optimised module from the
 same checked core IR in another process (codegen/cpu/upgrade.py) and, when
 it is done, swaps every entry of the
 Wrapper to it, the callables already handed out included (their C call
-objects are pointed at the new library). This is what JIT compilers do for
+objects are pointed at the new library), and a call that the main thread is
+running on the quick code is stopped and run again there (CpuModule.redirect). This is what JIT compilers do for
 start-up time (V8's and the JVM's tiers); see docs/cpu-backend.md, "Tiered
 compilation", for the measurements and what may differ between the tiers
 (only what the golden rule allows).

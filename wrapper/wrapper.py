@@ -219,6 +219,10 @@ class Wrapper:
                 if module is quick:
                     full.retarget_fast_entry(obj, name)
             self._fast = [(n, full if m is quick else m, o) for n, m, o in self._fast]
+            # the calls still running quick code: stopped and run again on `full`
+            redirect = getattr(quick, "redirect", None)
+            if redirect is not None:
+                redirect(full)
 
     @property
     def tier(self) -> str:

@@ -144,6 +144,24 @@ class CpuModule(LoadedModule):
         return None if caller is None else entry(caller, slow, main=_MAIN,
                                                  pnt=PROCESS_NUM_THREADS, free=_free)
 
+    def redirect(self, other: "CpuModule") -> None:
+        """This module's entries call `other`'s (the same program's, built
+        again: the tiered compile's optimised module) from now on, through
+        the Python path too, then the calls running in this module stop and
+        run again there (pyshark_stop_calls: armed calls, i.e. from the main
+        thread; others finish here)."""
+        for name, caller in self.callers.items():
+            new = other.callers.get(name)
+            if new is not None:
+                caller.fn, caller.address, caller.lib = new.fn, new.address, new.lib
+                caller.messages = new.messages
+        try:
+            stop = self.lib.address_of("pyshark_stop_calls")
+        except AttributeError:          # no loop polls in this module
+            return
+        if stop:
+            ctypes.CFUNCTYPE(None)(stop)()
+
     def retarget_fast_entry(self, call_object, name: str) -> None:
         """Points a fast_entry call object of another module of the same LLVM
         IR (the quick tier's) at this module's entry `name`."""
@@ -213,10 +231,14 @@ class _Caller:
         ctx.nthreads = self.num_threads or PROCESS_NUM_THREADS[0] or 0
         if _thread.get_ident() == _MAIN[0]:
             ctx.sigint = 1          # Ctrl-C stops the call (see the module docstring)
-        code = self.fn(ctypes.byref(ctx), *args)
+        # the function and its messages together: CpuModule.redirect may
+        # change both while the call runs
+        fn, messages = self.fn, self.messages
+        code = fn(ctypes.byref(ctx), *args)
         while code == _INTERRUPTED:
             self._interrupted(outs)
-            code = self.fn(ctypes.byref(ctx), *args)
+            fn, messages = self.fn, self.messages
+            code = fn(ctypes.byref(ctx), *args)
         results = []
         for (dt, r, e), o in zip(self.results, outs):
             if r == 0:
@@ -224,7 +246,7 @@ class _Caller:
             elif o[0].value:
                 results.append(_adopt(o[0].value, tuple(o[1]), dt))
         if code:
-            raise self._error(ctx)
+            raise error_from(ctx.code, ctx.msg, ctx.args, messages)
         if self.simple_result:
             return results[0]
         return self.flat.output(results)

@@ -638,6 +638,7 @@ class ModEmitter:
             self.alloc_msg = self.kmod.message(ALLOC_FAIL_MESSAGE)
         for f in self.kmod.functions:
             self.function(f)
+        self.runtime.add_stop_fn()
         from .c_api import add_c_api        # after the functions: the messages are final
         add_c_api(self.module, self.kmod.messages)
 

@@ -346,6 +346,22 @@ class Runtime:
         b.ret_void()
         return fn
 
+    def add_stop_fn(self) -> None:
+        """`void pyshark_stop_calls(void)`, exported, where the module has a
+        flag: sets it as SIGINT does, without Python's handler. The armed
+        calls running now stop with KeyboardInterrupt's code at their next
+        poll, and their callers, finding no Python signal pending, run them
+        again (the call is pure): a tiered compile's swap reruns on the
+        optimised module what the quick one was running (wrapper/tiers.py).
+        A call that arms later clears the flag, so it costs nothing then."""
+        if self._flag is None or "pyshark_stop_calls" in self.module.globals:
+            return
+        fn = ir.Function(self.module, ir.FunctionType(_VOID, []), name="pyshark_stop_calls")
+        fn.attributes.add("nounwind")
+        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b.store_atomic(_I32(1), self.flag(), "seq_cst", 4)
+        b.ret_void()
+
     def _internal(self, name: str, ret, args) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(ret, args), name=name)
         fn.linkage = "internal"

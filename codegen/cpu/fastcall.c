@@ -313,14 +313,19 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         ctx.sigint = (unsigned long long)PyThread_get_thread_ident() == ident;
     }
     int32_t code;
-    void *fn = e->fn;                       /* read with the GIL held (retarget) */
+    /* the function and its failure path together, read with the GIL held:
+       retarget may replace both while the call runs */
+    void *fn = e->fn;
+    PyObject *fail = e->fail;
+    Py_INCREF(fail);
     Py_BEGIN_ALLOW_THREADS
     code = gen_call(fn, iv, fv);
     Py_END_ALLOW_THREADS
     while (code == INTERRUPTED) {           /* Ctrl-C: free, Python's handlers, then again */
         free_blocks(e, blocks, 0);
-        if (PyErr_CheckSignals() < 0) return NULL;
+        if (PyErr_CheckSignals() < 0) { Py_DECREF(fail); return NULL; }
         fn = e->fn;
+        Py_SETREF(fail, Py_NewRef(e->fail));
         Py_BEGIN_ALLOW_THREADS
         code = gen_call(fn, iv, fv);
         Py_END_ALLOW_THREADS
@@ -328,9 +333,10 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
     e->fast_calls++;                        /* it ran here, whatever it returned */
     if (code) {
         free_blocks(e, blocks, 0);
-        PyObject *r = PyObject_CallFunction(e->fail, "ii(LLLL)", (int)ctx.code, (int)ctx.msg,
+        PyObject *r = PyObject_CallFunction(fail, "ii(LLLL)", (int)ctx.code, (int)ctx.msg,
                                             (long long)ctx.args[0], (long long)ctx.args[1],
                                             (long long)ctx.args[2], (long long)ctx.args[3]);
+        Py_DECREF(fail);
         if (r) {                            /* fail() returned: it must raise */
             Py_DECREF(r);
             PyErr_Format(PyExc_SystemError, "pyshark fastcall: the call failed (code %d) "
@@ -338,6 +344,7 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         }
         return NULL;
     }
+    Py_DECREF(fail);
     return results(e, cells, blocks, shapes);
 }
 

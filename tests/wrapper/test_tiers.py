@@ -149,3 +149,67 @@ def test_artifact_dir_is_the_optimised_module(tmp_path):
     d = w.artifact_dir("saxpy")
     assert not d.name.endswith("-quick") and w.tier == "optimised"
     assert "core_program" not in json.loads((d / "manifest.json").read_text())["files"]
+
+
+LONG = '''
+import pyshark.prelude as ps
+
+@ps.entry
+def steps(xs: ps.Array[ps.f64], n: int) -> ps.Array[ps.f64]:
+    for _ in range(n):
+        xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
+    return xs
+'''
+
+
+def _long_module(tmp_path, backend):
+    from pyshark.wrapper import registry
+    registry.register_backend("cpu-quick", "pyshark.codegen.cpu.backend:QuickCpuBackend")
+    w = Wrapper(backend, cache_dir=tmp_path / backend, tiered=False)
+    w.add_source(LONG, "long_module.py")
+    w.compile_and_load()
+    return w, w._entries["steps"][0]
+
+
+def test_stop_calls_interrupts_an_armed_call(tmp_path):
+    """pyshark_stop_calls (emit_unwind.Runtime.add_stop_fn) stops a call
+    armed for SIGINT (ctx->sigint set) with KeyboardInterrupt's code."""
+    import ctypes
+    import threading
+    from pyshark.codegen.cpu.runtime import PysharkCtx
+    w, module = _long_module(tmp_path, "cpu-quick")
+    caller = module.callers["steps"]
+    xs = np.ones(1 << 16)
+    out, shape = ctypes.c_void_p(0), (ctypes.c_int64 * 1)()
+    ctx = PysharkCtx()
+    ctx.sigint = 1
+    stop = ctypes.CFUNCTYPE(None)(module.lib.address_of("pyshark_stop_calls"))
+    timer = threading.Timer(0.2, stop)
+    timer.start()
+    code = caller.fn(ctypes.byref(ctx), xs.ctypes.data, xs.shape[0], 10 ** 9,
+                     ctypes.addressof(out), ctypes.addressof(shape))
+    timer.join()
+    assert code == 8 and not out.value          # KeyboardInterrupt's code, no result
+
+
+def test_redirect_reruns_a_running_call_on_the_other_module(tmp_path):
+    """The Wrapper's swap (which ends with CpuModule.redirect) while the main
+    thread is in a call of the quick module: the call stops, runs again on
+    the other module, and returns the right result; later calls go there
+    too, through the C fast path and the Python path."""
+    import threading
+    wq, quick = _long_module(tmp_path, "cpu-quick")
+    wo, full = _long_module(tmp_path, "cpu")
+    xs = np.linspace(0.0, 1.0, 1 << 16)
+    n = 3000
+    expect = wo.steps(xs, n)
+    f = wq.steps
+    timer = threading.Timer(0.05, wq._swap, args=(quick, full))
+    timer.start()
+    got = f(xs, n)                          # the C fast path's rerun loop
+    timer.join()
+    assert wq._entries["steps"][0] is full
+    np.testing.assert_allclose(got, expect, rtol=1e-15)
+    assert quick.callers["steps"].address == full.callers["steps"].address
+    slow = quick.call("steps", [xs, 5])     # the Python path, redirected
+    np.testing.assert_allclose(slow, wo.steps(xs, 5), rtol=1e-15)
