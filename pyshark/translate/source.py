@@ -13,6 +13,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider, ScopeProvider
 from ..compile_times import stage
 from ..core.ir import Loc
 from ..errors import CompileError
+from .import_names import ImportNames
 
 
 @dataclass
@@ -45,11 +46,21 @@ class SourceInfo:
         self.lines = self.text.splitlines()
         with stage("metadata"):
             self.positions = self.wrapper.resolve(PositionProvider)
-            # the scopes, not QualifiedNameProvider: that provider is one more
-            # walk of the whole tree that stores, per node, a closure calling
-            # scope.get_qualified_names_for(node), which qualified_names calls
-            # itself (a third of libcst's metadata time)
-            self.scopes = self.wrapper.resolve(ScopeProvider)
+            self._names = ImportNames.of(self.text)
+        self._scopes = None
+
+    @property
+    def scopes(self):
+        """libcst's scopes, resolved on first use: qualified_names asks them
+        only about names that ImportNames cannot answer alone. (The scopes,
+        not QualifiedNameProvider: that provider is one more walk of the
+        whole tree that stores, per node, a closure calling
+        scope.get_qualified_names_for(node), which qualified_names calls
+        itself.)"""
+        if self._scopes is None:
+            with stage("metadata"):
+                self._scopes = self.wrapper.resolve(ScopeProvider)
+        return self._scopes
 
     def loc(self, node: cst.CSTNode) -> Loc:
         pos = self.positions.get(node)
@@ -71,6 +82,14 @@ class SourceInfo:
         For an attribute only names ending in its attribute count: libcst
         resolves `int.bit_length` to 'builtins.int' (an attribute of a
         builtin, which is not a module member)."""
+        if self._names is not None:
+            fast = self._names.lookup(node)
+            if fast is not None:
+                return fast
+        return self.scoped_qualified_names(node)
+
+    def scoped_qualified_names(self, node: cst.CSTNode) -> set[str]:
+        """qualified_names as libcst's ScopeProvider resolves them."""
         out = set()
         scope = self.scopes.get(node)
         found = scope.get_qualified_names_for(node) if scope is not None else ()
