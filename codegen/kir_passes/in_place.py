@@ -39,6 +39,8 @@ still writes only its own row of dst, as its copy did.
 """
 from __future__ import annotations
 
+from collections import Counter
+
 from pyshark.core.types import BOOL
 
 from .. import kir as K
@@ -99,21 +101,38 @@ def _aliases(body: K.Block, roots: set) -> set:
     return out
 
 
-def _count_mentions(stms, t: str) -> int:
-    """Reads and declarations of t in statements (nested too)."""
-    n = 0
+def _mention_counts(stms) -> Counter:
+    """Reads and declarations of every variable in statements (nested too)."""
+    n: Counter = Counter()
     for s in stms:
         for u in _all_stms(s):
-            n += sum(1 for v in binders(u) if v.name == t)
-            n += sum(1 for e in stm_exprs(u) for x in walk_exprs(e)
-                     if x.__class__ is K.KVar and x.name == t)
+            for v in binders(u):
+                n[v.name] += 1
+            for e in stm_exprs(u):
+                for x in walk_exprs(e):
+                    if x.__class__ is K.KVar:
+                        n[x.name] += 1
     return n
+
+
+def _count_mentions(stms, t: str) -> int:
+    """Reads and declarations of t in statements (nested too)."""
+    return _mention_counts(stms)[t]
 
 
 class _Pass:
     def __init__(self, fn_body: K.Block):
         self.fn_body = fn_body
         self.k = 0
+        self._fn_counts: Counter | None = None
+
+    def fn_counts(self) -> Counter:
+        """_mention_counts of the function's body as the pass found it (what
+        each candidate is counted against), computed once: a walk per
+        candidate was most of this pass's time on LocVolCalib."""
+        if self._fn_counts is None:
+            self._fn_counts = _mention_counts(self.fn_body.stms)
+        return self._fn_counts
 
     def block(self, b: K.Block) -> K.Block:
         b = map_block(b, lambda s: map_stm(s, block=self.block))
@@ -146,7 +165,7 @@ class _Pass:
             return None
         # t nowhere else: the Alloc, the stores, the copy and the free
         uses = _count_mentions(mid, t)
-        if _count_mentions(self.fn_body.stms, t) != uses + 3:
+        if self.fn_counts()[t] != uses + 3:
             return None
         reads = K.expr_vars(cp.dst) | K.expr_vars(cp.count)
         assigned: set = set()
