@@ -62,7 +62,7 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
     vectorizes a loop with several exits nor forwards a value stored in one
     iteration to the next (a tridiagonal solver's recurrence went through
     memory)."""
-    if not lw.in_par or lw.options.unsafe:
+    if not lw.in_par or lw.options.unsafe or not lw.options.versions:
         with lw.loop_facts(i, lo, hi):
             blk = make_body()
         lw.emit(K.For(i, lo, hi, blk))

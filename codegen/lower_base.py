@@ -134,6 +134,11 @@ class Options:
     # "kir" backend sets 1 to exercise the parallel algorithms at every size.
     par_min: int = 1 << 15
     target: Target = MULTICORE          # which algorithm family (codegen/target.py)
+    # Loop versioning (par_for, lower_arrays.versioned_for): an unchecked copy
+    # of a loop whose bounds checks hold when tested up front. Off in the
+    # quick tier of a tiered compile (stages.pipeline_for(quick=True)): the
+    # checked loop alone is the same computation, in less code.
+    versions: bool = True
 
 
 # ---------------------------------------------------------------------------
@@ -321,6 +326,12 @@ class Lowerer:
                 body(i)
             self.emit(K.For(i, zero, n, blk[0], independent=True))
             return
+        if not self.options.versions:
+            with self.in_parallel(), self.block() as blk, self.loop_facts(i, zero, n):
+                body(i)
+            self.emit(K.ParFor(i, n, blk[0], self.parallel_if(i, n, blk[0], space)))
+            return
+
         def lower(mode: str, conds: list) -> tuple[K.Block, list]:
             with self.in_parallel(), self.versioning(mode, conds, (i, zero, n)) as version, \
                     self.block() as blk, self.loop_facts(i, zero, n):

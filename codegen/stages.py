@@ -66,9 +66,12 @@ def core_stages(target: Target = MULTICORE) -> list[Stage]:
 
 
 def lowering_stage(target: Target = MULTICORE, unsafe: bool = False,
-                   par_min: Optional[int] = None) -> Stage:
-    """("lower", core IR -> kernel IR) with the lowering's options."""
+                   par_min: Optional[int] = None, quick: bool = False) -> Stage:
+    """("lower", core IR -> kernel IR) with the lowering's options (`quick`:
+    no loop versioning, which only makes code faster)."""
     extra = {} if par_min is None else {"par_min": par_min}
+    if quick:
+        extra["versions"] = False
     return ("lower", partial(lower_program, options=LowerOptions(unsafe=unsafe, target=target,
                                                                  **extra)))
 
@@ -123,7 +126,8 @@ def pipeline_for(target: Optional[Target] = None, *, unsafe: bool = False,
     the lowering's options (codegen/lower.Options); `quick`: the quick
     tier's (kir_stages)."""
     target = MULTICORE if target is None else target
-    return (core_stages(target) + [lowering_stage(target, unsafe, par_min)]
+    quick = quick and not target.gpu
+    return (core_stages(target) + [lowering_stage(target, unsafe, par_min, quick)]
             + kir_stages(target, quick))
 
 
