@@ -55,7 +55,8 @@ class Wrapper:
         """`tiered` (cpu): a cold compile returns quick code at once and
         swaps every entry to the optimised code when a background process
         has built it (wrapper/tiers.py; default: on unless PYSHARK_TIERED=0;
-        wait_optimised() waits for it). `num_threads` (cpu): at most this many threads per parallel loop
+        wait_optimised() waits for it); ignored by the other backends.
+        `num_threads` (cpu): at most this many threads per parallel loop
         (default: pyshark.set_num_threads's, else every core or
         OMP_NUM_THREADS); validated, and ignored, by the other backends.
         `device` (opencl): which OpenCL device, a platform:device index as

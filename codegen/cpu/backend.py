@@ -364,7 +364,12 @@ class CpuBackend(Backend):
         manifest = json.loads((Path(quick_dir) / "manifest.json").read_text())
         if not manifest["files"].get("core_program"):
             return None
-        return [sys.executable, "-m", f"{__package__}.upgrade", str(quick_dir), str(target_dir)]
+        # -P: the child's path is the parent's (tiers.Upgrade passes it), the
+        # current folder not first, so a source tree there cannot shadow an
+        # installed pyshark
+        safe = ["-P"] if sys.version_info >= (3, 11) else []
+        return [sys.executable, *safe, "-m", f"{__package__}.upgrade", str(quick_dir),
+                str(target_dir)]
 
     def compile_program(self, program: ir.Program, directory: Path, quick: bool = False) -> dict:
         from ..native_ext import find_c_compiler
