@@ -58,6 +58,7 @@ def run_backend(backend: str, ref: Wrapper, args) -> bool:
     ok = True
     for name, call_args in calls:
         start = time.perf_counter()
+        tier = w.tier
         got = w.invoke(name, *call_args)
         secs = time.perf_counter() - start
         want = ref.invoke(name, *call_args)
@@ -66,8 +67,22 @@ def run_backend(backend: str, ref: Wrapper, args) -> bool:
             verdict = "matches Python mode"
         except AssertionError as exc:
             verdict, ok = f"DIFFERS from Python mode: {exc}", False
-        print(f"  {name}(n={args.n}) on {backend}: {short(got, 70)}  [{secs * 1e3:.1f} ms] "
+        where = ", quick tier" if tier == "quick" else ""
+        print(f"  {name}(n={args.n}) on {backend}: {short(got, 70)}  [{secs * 1e3:.1f} ms{where}] "
               f"-> {verdict}")
+    if w.tier == "quick":
+        # a tiered compile (cpu): the optimised module is built in the
+        # background; check it too, and time it
+        start = time.perf_counter()
+        upgraded = w.wait_optimised()
+        print(f"  optimised code {'in use' if upgraded else 'NOT built (quick code kept)'} "
+              f"{time.perf_counter() - start:.2f} s later")
+        for name, call_args in calls:
+            try:
+                assert_close(w.invoke(name, *call_args), ref.invoke(name, *call_args))
+            except AssertionError as exc:
+                print(f"  {name} on {backend}, optimised: DIFFERS from Python mode: {exc}")
+                ok = False
     if args.speed_n and backend not in ("python", "core"):
         n = args.speed_n
         xs = rng.standard_normal(n).astype(np.float32)
