@@ -38,9 +38,53 @@ class UpgradeWarning(RuntimeWarning):
     module's entries keep running (their results are as valid, slower)."""
 
 
+class _Build:
+    """The process that builds one optimised module into `target`, shared
+    by every Upgrade of this process that waits for that target (a second
+    compile_and_load of the same module, in a notebook say, joins the build
+    already running instead of starting another)."""
+
+    _running: dict = {}
+    _lock = threading.Lock()
+
+    def __init__(self, command: list[str], target: Path):
+        self.target = Path(target)
+        self.error: str | None = None
+        self.done = threading.Event()
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                      env=env)
+        threading.Thread(target=self._run, name="pyshark-upgrade-build", daemon=True).start()
+
+    @classmethod
+    def for_target(cls, command: list[str], target: Path) -> "_Build":
+        with cls._lock:
+            build = cls._running.get(str(target))
+            if build is None:
+                build = cls._running[str(target)] = cls(command, target)
+            return build
+
+    def _run(self) -> None:
+        try:
+            _, err = self._proc.communicate()
+            if self._proc.returncode != 0:
+                tail = err.decode(errors="replace").strip().splitlines()[-20:]
+                self.error = (f"the upgrade process exited with {self._proc.returncode}:\n"
+                              + "\n".join(tail))
+        except Exception as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            with self._lock:
+                if self._running.get(str(self.target)) is self:
+                    del self._running[str(self.target)]
+            self.done.set()
+
+
 class Upgrade:
-    """One module's upgrade: the process that builds the optimised module
-    into `target` from the quick one, and a daemon thread that waits for it,
+    """One module's upgrade: the build of its optimised module into
+    `target` (a _Build, shared), and a daemon thread that waits for it,
     loads the result with `load(target)` and calls `swap(module)`. An
     upgrade that fails leaves the quick module in place, with an
     UpgradeWarning and `error` saying why."""
@@ -50,20 +94,14 @@ class Upgrade:
         self.error: str | None = None
         self._done = threading.Event()
         self._load, self._swap = load, swap
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL,
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      env=env)
+        self.build = _Build.for_target(command, self.target)
         threading.Thread(target=self._finish, name="pyshark-upgrade", daemon=True).start()
 
     def _finish(self) -> None:
         try:
-            _, err = self._proc.communicate()
-            if self._proc.returncode != 0:
-                tail = err.decode(errors="replace").strip().splitlines()[-20:]
-                raise RuntimeError(f"the upgrade process exited with {self._proc.returncode}:\n"
-                                   + "\n".join(tail))
+            self.build.done.wait()
+            if self.build.error is not None:
+                raise RuntimeError(self.build.error)
             self._swap(self._load(self.target))
         except Exception as exc:            # the quick module stays: correct, slower
             self.error = f"{type(exc).__name__}: {exc}"

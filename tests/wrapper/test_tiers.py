@@ -213,3 +213,16 @@ def test_redirect_reruns_a_running_call_on_the_other_module(tmp_path):
     assert quick.callers["steps"].address == full.callers["steps"].address
     slow = quick.call("steps", [xs, 5])     # the Python path, redirected
     np.testing.assert_allclose(slow, wo.steps(xs, 5), rtol=1e-15)
+
+
+def test_two_wrappers_of_one_module_share_one_build(tmp_path):
+    """A second compile_and_load of the same module while the first one's
+    upgrade runs (a notebook cell run again) loads the quick module and
+    waits for the same build, not a second one; both end optimised."""
+    w1 = _wrapper(tmp_path)
+    w2 = _wrapper(tmp_path)
+    assert w2.loaded_from_cache
+    if w2._upgrades:                        # (w1's build may, rarely, be done already)
+        assert w2._upgrades[0].build is w1._upgrades[0].build
+    assert w1.wait_optimised(300) and w2.wait_optimised(300)
+    _check(w2, w2.saxpy, w2.total, w2.pick)
