@@ -163,8 +163,8 @@ class CpuModule(LoadedModule):
             ctypes.CFUNCTYPE(None)(stop)()
 
     def retarget_fast_entry(self, call_object, name: str) -> None:
-        """Points a fast_entry call object of another module of the same LLVM
-        IR (the quick tier's) at this module's entry `name`."""
+        """Points a fast_entry call object of another module of the same
+        program (the quick tier's) at this module's entry `name`."""
         from .fastcall import retarget
         retarget(call_object, self.callers[name])
 
@@ -261,9 +261,6 @@ class _Caller:
                 _free(o[0].value)
                 o[0].value = 0
         _check_signals()
-
-    def _error(self, ctx: Ctx) -> Exception:
-        return error_from(ctx.code, ctx.msg, ctx.args, self.messages)
 
     def raise_error(self, code: int, msg: int, args: tuple):
         """Raises what __call__ raises for a failed call whose ctx holds

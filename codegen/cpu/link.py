@@ -128,7 +128,8 @@ def _run_quick_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False) -> No
     """The quick tier (docs/cpu-backend.md, "Tiered compilation"): SROA,
     InstCombine and SimplifyCFG only, no loop passes, no vectorizers, no
     inlining. On LocVolCalib's 15,000-line strike body this was 0.6 s of LLVM
-    against O3's 4.4-4.9 s, for code 1.7x slower (2-core AMD EPYC); SROA
+    against O3's 4.4-4.9 s, for code 1.7x slower from the same IR (2-core AMD
+    EPYC; the quick tier also leaves out the speed-only passes: 3x); SROA
     alone gave slower code for no less time, code generation level 0
     (FastISel) code 2.8x slower still."""
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=1))
