@@ -335,8 +335,9 @@ class CpuBackend(Backend):
 
     def cache_salt(self) -> str:
         from .emit_alloc import stagger_blocks
+        from .emit_parfor import schedule_slots
         from .link import host_cpu
-        return f"{host_cpu()}:stagger={int(stagger_blocks())}"
+        return f"{host_cpu()}:stagger={int(stagger_blocks())}:slots={schedule_slots()}"
 
     def compile(self, path: Path, source_text: str, directory: Path):
         with gc_paused():

@@ -228,6 +228,9 @@ class FnEmitter:
         # buffer, the block's first index): nontemporal stores go there first
         self.streaming: Optional[dict] = None
         self.unwind = None          # emit_unwind.Unwinder: set by whoever makes the function
+        # the claim counters of this function's ParFors (emit_parfor.py):
+        # one stack array, reused by each ParFor in turn
+        self.claim_counters: Optional[ir.Value] = None
         entry = fn.append_basic_block("entry")
         self.alloca_builder = ir.IRBuilder(entry)
         body = fn.append_basic_block("body")

@@ -5,12 +5,20 @@ is emitting:
 - the body function `NAME.parforK(ctx, captures..., lo, hi)` running
   `for i in lo..hi-1` (pointer captures `noalias`);
 - the outlined function `NAME.parforK.omp(data)` that GOMP_parallel runs on
-  every thread: dynamic scheduling (OpenMP's schedule(dynamic, block)) by
-  hand: it claims `[lo, lo + block)` with `atomicrmw add` on the shared
-  counter `next` and runs the body function on it, until lo >= n or, when
-  the body can fail, ctx->code is set. A static chunk per thread made the
-  join wait, under load, for a descheduled thread's whole chunk; now the
-  others take its blocks and the join waits for at most the block it holds.
+  every thread: static stealing (libomp's `schedule(static_steal)`;
+  `_claim_loop`). The n iterations are cut into blocks of `block`, the
+  blocks dealt into S = min(T, MAX_SLOTS) contiguous shares, one per
+  thread; thread t claims the blocks of share t mod S in order with
+  `atomicrmw add` on that share's counter, then goes round the ring
+  claiming from the others' counters, until lo >= n everywhere or, when
+  the body can fail, ctx->code is set. Idle, every thread runs the same
+  rows in every region, so a time-stepped stencil finds its part of the
+  last step's grid in its own L2 (the one shared counter of sessions
+  16-27 dealt blocks anew each region: `PYSHARK_SCHEDULE=dynamic` brings it
+  back, S = 1, for A/B measurements). Under load the others take a
+  descheduled thread's remaining blocks, and the join waits for at most
+  the block it holds (a static chunk per thread made the join wait for a
+  descheduled thread's whole chunk).
   It also stops claiming when the SIGINT flag is set (emit_unwind.py).
   `block` (`block_size`, computed by the host) is about n / (8 T), at least
   4096 iterations for a loop-free body (its vectorized loop stays long;
@@ -19,7 +27,8 @@ is emitting:
   long, so a block's lines are whole. Nothing may assume which thread runs
   an iteration (the mc algorithms index partials by chunk, not thread);
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
-  {ctx, n, next = 0, block, captures...} on the stack and calls
+  {ctx, n, counters, block, S, blocks, captures...} on the stack (the S
+  counters zeroed, each on its own cache line) and calls
   GOMP_parallel with the whole team of NumThreads, even when n is smaller
   (the threads without a block return at once): libgomp re-forms its team
   whenever the size differs from the previous region's, and regions of 15,
@@ -57,6 +66,9 @@ kir.Store leaves a failed ParFor's nontemporal results unspecified.
 """
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+
 from llvmlite import ir
 
 from .. import kir as K
@@ -71,6 +83,8 @@ _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
 _BLOCKS_PER_THREAD = 8      # dynamic scheduling: blocks a thread claims, on average
 _MIN_BLOCK = 4096           # ... but at least this many iterations of a loop-free body
 _ALIGN = 64                 # block starts are multiples of this (once blocks are that long)
+MAX_SLOTS = 64              # static stealing: at most this many shares (threads beyond share)
+_LINE_I64 = _LINE // 8      # one claim counter per cache line
 
 
 def nontemporal_stores(body: K.Block) -> list:
@@ -196,6 +210,112 @@ def block_size(b: ir.IRBuilder, n: ir.Value, nt: ir.Value, align: int, loops: bo
     return b.select(b.icmp_signed(">=", blk, I64(align)), up, blk)
 
 
+def schedule_slots() -> int:
+    """How many claim slots a ParFor has at most: MAX_SLOTS (static
+    stealing), or 1 with `PYSHARK_SCHEDULE=dynamic` (every thread claims
+    from one shared counter: the dynamic schedule of sessions 16-27, kept
+    for A/B measurements; part of the cache key)."""
+    return 1 if os.environ.get("PYSHARK_SCHEDULE") == "dynamic" else MAX_SLOTS
+
+
+@dataclass
+class Claims:
+    """What the outlined function reads to claim blocks: `count`
+    iterations in `blocks` blocks of `block`, dealt to `slots` slots
+    whose counters (i64, one per cache line) start at `counters`."""
+    count: ir.Value
+    counters: ir.Value
+    block: ir.Value
+    slots: ir.Value
+    blocks: ir.Value
+
+
+def _counters(host: FnEmitter, team: ir.Value, count: ir.Value, blk: ir.Value):
+    """The host's side of static stealing: min(team, schedule_slots())
+    slots, their counters zeroed (one stack array per host function, reused
+    by its ParFors one after another), and the number of blocks."""
+    b = host.b
+    if host.claim_counters is None:
+        host.claim_counters = alloca(host.alloca_builder,
+                                     ir.ArrayType(I64, MAX_SLOTS * _LINE_I64),
+                                     name="claims")
+        host.claim_counters.align = _LINE
+    cap = I64(schedule_slots())
+    slots = b.select(b.icmp_signed("<", team, cap), team, cap)
+    memset = host.decls.get("llvm.memset.p0.i64", VOID, [PTR, ir.IntType(8), I64, I1])
+    b.call(memset, [host.claim_counters, ir.Constant(ir.IntType(8), 0),
+                    b.mul(slots, I64(_LINE)), I1(0)])
+    nblocks = b.sdiv(b.add(count, b.sub(blk, I64(1))), blk)
+    return host.claim_counters, slots, nblocks
+
+
+def _claim_loop(mod, ofn: ir.Function, ob: ir.IRBuilder, octx: ir.Value, c: Claims,
+                can_fail: bool, run_block) -> None:
+    """Static stealing (libomp's `schedule(static_steal)`; Cilk-style work
+    stealing over static shares): slot v owns blocks [v*B/S, (v+1)*B/S) of
+    the B blocks. Thread t claims its own slot's blocks (t mod S) in order,
+    one `atomicrmw add` on that slot's counter each, then those of the
+    slots after it, round the ring, until every slot is exhausted. Idle, a
+    thread runs the same blocks in every region, so an iterated stencil
+    finds its rows in its own L2 from the last step (the shared counter of
+    the dynamic schedule dealt them anew each time); under load the others
+    take a descheduled thread's blocks, as before. Whoever runs a block
+    runs it whole; every block runs once, whatever number of threads
+    libgomp actually starts (one, in link.py's stand-in)."""
+    b = ob
+    tid = b.zext(b.call(mod.decls.get("omp_get_thread_num", I32, []), []), I64)
+    mine = b.urem(tid, c.slots)
+    entry = b.block
+    ring, victim, claim, run, nxt, done_bb = (
+        ofn.append_basic_block(n) for n in ("ring", "victim", "claim", "run", "next", "done"))
+    b.branch(ring)
+    b.position_at_end(ring)
+    j = b.phi(I64)
+    j.add_incoming(I64(0), entry)
+    b.cbranch(b.icmp_unsigned("<", j, c.slots), victim, done_bb)
+    b.position_at_end(victim)
+    v = b.add(mine, j)
+    v = b.select(b.icmp_unsigned(">=", v, c.slots), b.sub(v, c.slots), v)
+    begin = b.udiv(b.mul(v, c.blocks), c.slots)
+    end = b.udiv(b.mul(b.add(v, I64(1)), c.blocks), c.slots)
+    counter = b.gep(c.counters, [b.mul(v, I64(_LINE_I64))], inbounds=True, source_etype=I64)
+    b.branch(claim)
+    b.position_at_end(claim)
+    if mod.runtime.sigaction_ok:
+        # SIGINT: claim nothing more (the host polls after the loop)
+        taking = ofn.append_basic_block("claim.take")
+        flag = b.load_atomic(mod.runtime.flag(), "monotonic", 4, typ=I32)
+        want = b.load(b.gep(octx, [I32(0), I32(CTX_SIGINT)], inbounds=True,
+                            source_etype=CTX_TYPE), typ=I32)
+        stop = b.and_(b.icmp_unsigned("!=", flag, I32(0)), b.icmp_signed("!=", want, I32(0)))
+        b.cbranch(stop, done_bb, taking).set_weights([1, 1 << 20])
+        b.position_at_end(taking)
+    # a plain load first: an exhausted slot is passed without a locked
+    # instruction (the ring's probes at the end of every region)
+    seen = b.load_atomic(counter, "monotonic", 8, typ=I64)
+    probing = ofn.append_basic_block("claim.add")
+    b.cbranch(b.icmp_signed("<", b.add(begin, seen), end), probing, nxt)
+    b.position_at_end(probing)
+    k = b.add(begin, b.atomic_rmw("add", counter, I64(1), "monotonic"))
+    b.cbranch(b.icmp_signed("<", k, end), run, nxt)
+    b.position_at_end(run)
+    olo = b.mul(k, c.block)
+    ohi = b.add(olo, c.block)
+    ohi = b.select(b.icmp_signed("<", ohi, c.count), ohi, c.count)
+    run_block(b, olo, ohi)
+    if can_fail:
+        # a failed ParFor stops claiming (the first failure wins anyway)
+        code = b.load_atomic(octx_code(b, octx), "monotonic", 4, typ=I32)
+        b.cbranch(b.icmp_signed("==", code, I32(0)), claim, done_bb)
+    else:
+        b.branch(claim)
+    b.position_at_end(nxt)
+    j.add_incoming(b.add(j, I64(1)), nxt)
+    b.branch(ring)
+    b.position_at_end(done_bb)
+    b.ret_void()
+
+
 def octx_code(b: ir.IRBuilder, ctx: ir.Value) -> ir.Value:
     """&ctx->code (read by the claiming loop while other threads may set it)."""
     return b.gep(ctx, [I32(0), I32(CTX_CODE)], inbounds=True, source_etype=CTX_TYPE)
@@ -240,9 +360,9 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     bem.finish(None)
     bem.unwind.finish()
 
-    # the outlined function GOMP_parallel runs on every thread: claim blocks
-    # of `blk` iterations from the shared counter `next` until none is left
-    data_ty = ir.LiteralStructType([PTR, I64, I64, I64] + cap_types)
+    # the outlined function GOMP_parallel runs on every thread: static
+    # stealing (see the module docstring and _claim_loop)
+    data_ty = ir.LiteralStructType([PTR, I64, PTR, I64, I64, I64] + cap_types)
     ofn = ir.Function(mod.module, ir.FunctionType(VOID, [PTR]), name=stem + ".omp")
     ofn.linkage = "internal"
     ofn.attributes.add("nounwind")
@@ -256,39 +376,14 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     def field(bb, ptr, i, ty):
         return bb.load(gep(bb, ptr, i), typ=ty)
     octx = field(ob, data, 0, PTR)
-    ocount = field(ob, data, 1, I64)
-    onext = gep(ob, data, 2)
-    oblk = field(ob, data, 3, I64)
-    ocaps = [field(ob, data, 4 + j, ty) for j, ty in enumerate(cap_types)]
+    claims = Claims(count=field(ob, data, 1, I64), counters=field(ob, data, 2, PTR),
+                    block=field(ob, data, 3, I64), slots=field(ob, data, 4, I64),
+                    blocks=field(ob, data, 5, I64))
+    ocaps = [field(ob, data, 6 + j, ty) for j, ty in enumerate(cap_types)]
     # a body that loops polls for SIGINT, failing the ParFor when it comes
     can_fail = K.block_can_fail(s.body) or (loops and mod.runtime.sigaction_ok)
-    claim, run, done_bb = (ofn.append_basic_block("claim"), ofn.append_basic_block("run"),
-                           ofn.append_basic_block("done"))
-    ob.branch(claim)
-    ob.position_at_end(claim)
-    if mod.runtime.sigaction_ok:
-        # SIGINT: claim nothing more (the host polls after the loop)
-        taking = ofn.append_basic_block("claim.take")
-        flag = ob.load_atomic(mod.runtime.flag(), "monotonic", 4, typ=I32)
-        want = ob.load(ob.gep(octx, [I32(0), I32(CTX_SIGINT)], inbounds=True,
-                              source_etype=CTX_TYPE), typ=I32)
-        stop = ob.and_(ob.icmp_unsigned("!=", flag, I32(0)), ob.icmp_signed("!=", want, I32(0)))
-        ob.cbranch(stop, done_bb, taking).set_weights([1, 1 << 20])
-        ob.position_at_end(taking)
-    olo = ob.atomic_rmw("add", onext, oblk, "monotonic")
-    ob.cbranch(ob.icmp_signed("<", olo, ocount), run, done_bb)
-    ob.position_at_end(run)
-    ohi = ob.add(olo, oblk)
-    ohi = ob.select(ob.icmp_signed("<", ohi, ocount), ohi, ocount)
-    ob.call(bfn, [octx] + ocaps + [olo, ohi])
-    if can_fail:
-        # a failed ParFor stops claiming (the first failure wins anyway)
-        code = ob.load_atomic(octx_code(ob, octx), "monotonic", 4, typ=I32)
-        ob.cbranch(ob.icmp_signed("==", code, I32(0)), claim, done_bb)
-    else:
-        ob.branch(claim)
-    ob.position_at_end(done_bb)
-    ob.ret_void()
+    _claim_loop(mod, ofn, ob, octx, claims, can_fail,
+                lambda bb, olo, ohi: bb.call(bfn, [octx] + ocaps + [olo, ohi]))
 
     # the host side
     count = host.expr(s.count)
@@ -307,7 +402,8 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     b.position_at_end(team_bb)
     slot = alloca(host.alloca_builder, data_ty, name=stem + ".data")
     blk = block_size(b, count, nt, _alignment(s), _has_loop(s.body))
-    for j, v in enumerate([host.ctx, count, I64(0), blk] + cap_vals):
+    counters, slots, nblocks = _counters(host, team, count, blk)
+    for j, v in enumerate([host.ctx, count, counters, blk, slots, nblocks] + cap_vals):
         b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))
     gomp = mod.decls.get("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
     # always the whole team (threads without a block return at once): libgomp
