@@ -1,11 +1,14 @@
 """Wrapper(num_threads=N) and pyshark.set_num_threads/get_num_threads on the
 cpu backend: results agree with Python mode whatever the team size (the
-ParFor's dynamic block claiming and the multicore algorithms' chunking
-depend on it), the team really has N threads (counted in /proc in a fresh
-process), bad values are a clear ValueError, and the other backends accept
-and ignore the option."""
+ParFor's static stealing and the multicore algorithms' chunking depend on
+it; 70 threads share the 64 claim slots; the old one-counter schedule,
+PYSHARK_SCHEDULE=dynamic, too), every block runs once when libgomp starts
+fewer threads than asked, the team really has N threads (counted in /proc
+in a fresh process), bad values are a clear ValueError, and the other
+backends accept and ignore the option."""
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -78,7 +81,8 @@ def row_sums(xss: ps.Array[ps.Array[int]]) -> ps.Array[int]:
     return ps.map(lambda row: ps.reduce(lambda a, b: a + b, 0, row), xss)
 '''
 
-THREADS = (1, 2, 3, 7)
+THREADS = (1, 2, 3, 7, 70)     # 70: more threads than emit_parfor.MAX_SLOTS
+DYNAMIC = "dynamic"             # 7 threads, PYSHARK_SCHEDULE=dynamic
 # 0, 1, not multiples of 64 or of any block, above par_min (2^15) and
 # above the 4096-iteration minimum block times every team size
 SIZES = (0, 1, 63, 4097, 100_003)
@@ -99,7 +103,21 @@ def _load(src: Path, cache: Path, backend: str = "cpu", **kw) -> Wrapper:
 @pytest.fixture(scope="module")
 def wrappers(src, tmp_path_factory):
     cache = tmp_path_factory.mktemp("cache")
-    return {nt: _load(src, cache, num_threads=nt) for nt in THREADS}
+    ws = {nt: _load(src, cache, num_threads=nt) for nt in THREADS}
+    before = os.environ.get("PYSHARK_SCHEDULE")
+    os.environ["PYSHARK_SCHEDULE"] = "dynamic"
+    try:
+        ws[DYNAMIC] = _load(src, cache, num_threads=7)
+    finally:
+        if before is None:
+            os.environ.pop("PYSHARK_SCHEDULE")
+        else:
+            os.environ["PYSHARK_SCHEDULE"] = before
+    return ws
+
+
+def test_the_schedule_is_part_of_the_cache_key(wrappers):
+    assert wrappers[DYNAMIC].artifact_dir != wrappers[7].artifact_dir
 
 
 @pytest.fixture(scope="module")
@@ -247,6 +265,31 @@ _COUNT_THREADS = textwrap.dedent('''
     out.append(tasks() - base)            # Wrapper.load(num_threads=8)
     print(out)
 ''')
+
+
+_FEWER_THREADS = textwrap.dedent('''
+    import sys
+    import numpy as np
+    import pyshark
+    src, cache = sys.argv[1], sys.argv[2]
+    w = pyshark.Wrapper("cpu", cache_dir=cache, num_threads=9).add_source_file(src)
+    w.compile_and_load()
+    xs = np.arange(1_000_003, dtype=np.int64)
+    xss = (np.arange(1001 * 33, dtype=np.int64) % 7 - 3).reshape(1001, 33)
+    print(w.isum(xs) == xs.sum(), np.array_equal(w.evens(xs), xs[xs % 2 == 0]),
+          np.array_equal(w.row_sums(xss), xss.sum(axis=1)),
+          np.array_equal(w.iscan(np.ones(100_003, np.int32)), np.arange(1, 100_004)))
+''')
+
+
+def test_fewer_threads_than_slots_still_run_every_block(src, tmp_path):
+    # libgomp starts at most OMP_THREAD_LIMIT threads: 2 of the 9 slots'
+    # owners run, and they must claim the other 7 slots' blocks round the ring
+    env = dict(os.environ, OMP_THREAD_LIMIT="2")
+    r = subprocess.run([sys.executable, "-c", _FEWER_THREADS, str(src), str(tmp_path)],
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "True True True True"
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
