@@ -365,13 +365,18 @@ class For:
     independent, as a ParFor's are (the lowering of a map inside a ParFor
     sets it, lower_base.par_for): they may run in any interleaving, and the
     body's variables are not read after the loop. A pass may reorder them
-    (codegen/kir_passes/simd_interchange.py); a rebuilt loop may drop it."""
+    (codegen/kir_passes/simd_interchange.py); a rebuilt loop may drop it.
+    `simd` False is a hint that vector code for this loop is expected to be
+    slower than scalar code on the target (a scatter's dense indirect stores
+    on a CPU whose vector scatter is slow: mc/scatter.py), so a backend
+    should not vectorize it (no change of meaning)."""
     var: KVar
     lo: Expr
     hi: Expr
     body: Block
     unroll: int = 0
     independent: bool = False
+    simd: bool = True
 
 
 @dataclass(frozen=True)

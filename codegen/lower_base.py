@@ -308,11 +308,11 @@ class Lowerer:
             f.at_least = saved
 
     def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None],
-                  unroll: int = 0):
+                  unroll: int = 0, simd: bool = True):
         i = self.var(hint, I64)
         with self.block() as blk, self.loop_facts(i, lo, hi):
             body(i)
-        self.emit(K.For(i, lo, hi, blk[0], unroll))
+        self.emit(K.For(i, lo, hi, blk[0], unroll, simd=simd))
 
     def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None],
                 space: Optional[K.Expr] = None):

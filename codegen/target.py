@@ -32,6 +32,10 @@ class Target:
     distribute_below: int = 0   # gpu: a host-level map whose function is several SOACs
                                 # (no loop) is distributed when its width is below this,
                                 # decided at run time (flatten.py, "Versions"; 0: never)
+    slow_scatter: bool = False  # mc: the CPU's vector scatter is slower than scalar
+                                # stores (AMD Zen: cpu/link.host_target), so a scatter
+                                # whose stores are dense keeps its loop scalar
+                                # (mc/scatter.py)
 
     @property
     def gpu(self) -> bool:

@@ -108,7 +108,12 @@ def _show_pipelines(unsafe: bool = False, opencl_target=None) -> dict:
     from pyshark.codegen.stages import pipeline_for
     from pyshark.codegen.target import gpu_target
     gpu = opencl_target if opencl_target is not None else gpu_target(256, 32768, False)
-    return {"cpu": pipeline_for(None, unsafe=unsafe),
+    try:
+        from pyshark.codegen.cpu.link import host_target
+        cpu = host_target()            # the cpu backend's own (tuned for this host)
+    except ImportError:                # no llvmlite: the generic multicore target
+        cpu = None
+    return {"cpu": pipeline_for(cpu, unsafe=unsafe),
             "kir": pipeline_for(None, unsafe=unsafe, par_min=4),
             "opencl": pipeline_for(gpu, unsafe=unsafe)}
 

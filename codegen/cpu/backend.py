@@ -336,8 +336,9 @@ class CpuBackend(Backend):
     def cache_salt(self) -> str:
         from .emit_alloc import stagger_blocks
         from .emit_parfor import schedule_slots
-        from .link import host_cpu
-        return f"{host_cpu()}:stagger={int(stagger_blocks())}:slots={schedule_slots()}"
+        from .link import host_cpu, slow_vector_scatter
+        return (f"{host_cpu()}:stagger={int(stagger_blocks())}:slots={schedule_slots()}"
+                f":scatter={int(slow_vector_scatter())}")
 
     def compile(self, path: Path, source_text: str, directory: Path):
         with gc_paused():
@@ -373,11 +374,11 @@ class CpuBackend(Backend):
         from ..native_ext import find_c_compiler
         from ..stages import build_kernels
         from .emit import emit_module_parts
-        from .link import optimise_and_build
+        from .link import host_target, optimise_and_build
         quick = quick and find_c_compiler() is not None
         with gc_paused():
-            # stages.pipeline_for(MULTICORE)
-            kernels = build_kernels(program, self.options, quick=quick)
+            # stages.pipeline_for(MULTICORE, as tuned for this host)
+            kernels = build_kernels(program, self.options, target=host_target(), quick=quick)
             with stage("emit-llvm"):
                 llvm_ir = emit_module_parts(kernels, llvm_parts(),
                                             fastmath=self.options.fastmath)

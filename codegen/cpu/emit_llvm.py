@@ -444,7 +444,7 @@ class FnEmitter:
             b.position_at_end(merge)
         elif isinstance(s, K.For):
             poll = 0 if self.in_par else host_poll_stride(s.body)
-            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll)
+            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll, s.simd)
         elif isinstance(s, K.While):
             head, body, done = (self.new_block("while.cond"), self.new_block("while.body"),
                                 self.new_block("while.end"))
@@ -502,13 +502,16 @@ class FnEmitter:
         poll(self, self.mod.interrupt_message())
 
     def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block,
-                 poll: int = 0):
+                 poll: int = 0, simd: bool = True):
         """for var in lo..hi-1: body; `poll` 1 polls for SIGINT at every back
         edge, k > 1 every k iterations (an outer loop over strips of k, so
-        the inner loop keeps its one exit and is optimised as before)."""
+        the inner loop keeps its one exit and is optimised as before);
+        `simd` False (kir.For.simd) marks the back edge with loop metadata
+        that keeps LLVM's loop vectorizer off it."""
         b = self.b
         if poll > 1:
-            strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body))
+            strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body,
+                                                                        simd=simd))
             return
         pre = b.block
         head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
@@ -526,7 +529,9 @@ class FnEmitter:
         if not b.block.is_terminated:
             nxt = b.add(i, _I64(1), flags=["nsw"])
             i.add_incoming(nxt, b.block)
-            b.branch(head)
+            latch = b.branch(head)
+            if not simd:
+                latch.set_metadata("llvm.loop", self.mod.no_vectorize_md())
         b.position_at_end(done)
 
     def fail(self, code: int, msg: int, args: list):
@@ -615,6 +620,7 @@ class ModEmitter:
             triple = llvm.get_process_triple()
         self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
         self._nontemporal_md = None
+        self._loop_ids = 0              # no_vectorize_md: a distinct loop id each
         # SIGINT arming spells Linux's struct sigaction (emit_unwind.py)
         self.runtime = Runtime(self.module, self.decls, sigaction_ok=(
             "linux" in triple and triple.split("-")[0] in ("x86_64", "aarch64")))
@@ -631,6 +637,19 @@ class ModEmitter:
         if self._nontemporal_md is None:
             self._nontemporal_md = self.module.add_metadata([_I32(1)])
         return self._nontemporal_md
+
+
+    def no_vectorize_md(self):
+        """A fresh loop id `!N = !{!N, !{"llvm.loop.vectorize.enable", i1 0}}`
+        (loop ids are self-referential, one per loop)."""
+        off = self.module.add_metadata([ir.MetaDataString(self.module,
+                                                          "llvm.loop.vectorize.enable"),
+                                        ir.Constant(ir.IntType(1), 0)])
+        self._loop_ids += 1
+        loop = self.module.add_metadata([off, ir.MetaDataString(self.module,
+                                                                f"loop{self._loop_ids}")])
+        loop.operands = (loop, off)
+        return loop
 
     def emit(self) -> str:
         self._build()

@@ -186,6 +186,31 @@ def host_cpu() -> str:
     return got
 
 
+def slow_vector_scatter() -> bool:
+    """Whether the host's vector scatter is slower than scalar stores, so a
+    scatter whose stores are dense stays scalar (mc/scatter.py). Measured
+    2026-11-26 (docs/cpu-backend.md, "Scatter"): on this project's 2-core AMD
+    Zen 5, LLVM vectorized the scatter loop with `vpscatterqq` (microcoded on
+    Zen) and it ran 2x slower than the scalar loop (1.7-1.8 against 0.86-0.91
+    ms, 2^20 values, one or two threads; `prefer-no-scatter`'s per-lane
+    extracts were no better); on the H100 machine's Intel Xeon host both took
+    the same time on one thread, and on 16 threads, where each thread stores
+    a sixteenth of what it scans, the vector loop was 4-5x faster. So: AMD Zen
+    (LLVM's `znver*`) yes, elsewhere no. `PYSHARK_SCALAR_SCATTER=0/1`
+    overrides it (part of the cache key)."""
+    env = os.environ.get("PYSHARK_SCALAR_SCATTER")
+    if env in ("0", "1"):
+        return env == "1"
+    return host_cpu().startswith("znver")
+
+
+def host_target():
+    """The multicore target record for this host (codegen/target.py)."""
+    from dataclasses import replace
+    from ..target import MULTICORE
+    return replace(MULTICORE, slow_scatter=slow_vector_scatter())
+
+
 def _vector_isa_bits() -> int:
     feats = llvm.get_host_cpu_features()
     if feats.get("avx512f"):

@@ -33,6 +33,18 @@ ParFor runs its iterations (kir.py promises none).
   without 64-bit atomics fails there with a clear error).
 Rows (2-D dest/values) and several destinations (tuple values) follow the
 same rule: one decision per index, all destinations written together.
+
+Vector code: LLVM vectorizes these loops with a vector scatter (AVX-512's
+`vpscatterqq`), which pays where the stores are sparse (the split's scan on
+16 threads stores a sixteenth of what it reads: 4-5x faster than scalar on
+the H100 machine's Intel host) but not where they are dense on a CPU whose
+scatter is microcoded (AMD Zen 5: 2x slower than scalar stores). On a
+`target.slow_scatter` target the sequential loop is a kir.For with
+`simd=False`, and it also runs instead of the split on up to DENSE_THREADS
+threads: there the split's vector scan (2^20 values, 2 threads: 1.5-1.6
+ms) lost to one scalar loop (0.86-0.91 ms), and its scalar scan, whose
+`mine` test goes either way at random for a permutation, lost more (4.0
+ms) (docs/cpu-backend.md, "Scatter").
 """
 from __future__ import annotations
 
@@ -92,8 +104,16 @@ def lower_scatter(lw: Lowerer, e: ir.Scatter, env, stm):
         _sequential(lw, n, idxs, vals, dests, m)
     with lw.block() as par:
         partitioned(lw, n, idxs, vals, dests, m)
-    lw.emit(K.If(S.b("lt", n, S.const(lw.options.par_min, I64)), seq[0], par[0]))
+    small = S.b("lt", n, S.const(lw.options.par_min, I64))
+    if lw.options.target.slow_scatter:
+        small = S.lor(small, S.b("le", K.NumThreads(), S.const(DENSE_THREADS, I64)))
+    lw.emit(K.If(small, seq[0], par[0]))
     return dests
+
+
+#: slow_scatter targets: up to this many threads one scalar loop beats the
+#: split (module docstring)
+DENSE_THREADS = 2
 
 
 def _sequential(lw: Lowerer, n, idxs, vals, dests, m) -> None:
@@ -105,7 +125,7 @@ def _sequential(lw: Lowerer, n, idxs, vals, dests, m) -> None:
             for d, v in zip(dests, xs[1:]):
                 store_at(lw, d, j, v)
         lw.emit(K.If(ok, blk[0]))
-    lw.for_range("i", ZERO, n, body)
+    lw.for_range("i", ZERO, n, body, simd=not lw.options.target.slow_scatter)
 
 
 def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
