@@ -35,7 +35,8 @@ from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, ColumnsOf, Lowerer
 from ..usage import free_vars
-from .common import ONE, ZERO, all_scalar, apply_op, chunk_bounds, CHUNKS_PER_THREAD
+from .common import (ONE, ZERO, PAD_BYTES, all_scalar, apply_op, chunk_bounds,
+                     elem_bytes as _elem_bytes, CHUNKS_PER_THREAD)
 
 #: columns per task: a block of partial accumulators stays in L1 (1 KiB of f32)
 COLUMN_BLOCK = 256
@@ -222,7 +223,14 @@ def _column_folds(lw: Lowerer, p: Plan, e: ir.Map, env, a: Arr, n: K.Expr) -> li
     nrc = _row_chunks(lw, rows, m)
     ncb = lw.let("ncb", S.b("div", S.b("add", m, S.const(COLUMN_BLOCK - 1, I64)),
                            S.const(COLUMN_BLOCK, I64)))
-    parts = [[lw.alloc("colpart", t, (nrc, m)) for t in red.exp.lam.ret] for red in p.reds]
+    # the chunks' partial rows PAD_BYTES apart: tasks of neighbouring chunks
+    # run on different threads and update their rows once per input row, so
+    # a line holding the end of one and the start of the next moved between
+    # the cores at every row (mc/seghist.py's private histograms, same fix)
+    pad = -(-PAD_BYTES // min(_elem_bytes(t) for red in p.reds for t in red.exp.lam.ret))
+    stride = lw.let("stride", S.b("add", m, S.const(pad, I64)))
+    parts = [[lw.alloc("colpart", t, (nrc, stride)) for t in red.exp.lam.ret]
+             for red in p.reds]
     # the inputs from outside the function, read once per row
     others = {x.name: lw.array(x, env) for s in p.inners for x in s.exp.arrs if x.name in env}
 
@@ -231,7 +239,7 @@ def _column_folds(lw: Lowerer, p: Plan, e: ir.Map, env, a: Arr, n: K.Expr) -> li
         j0 = lw.let("j0", S.b("mul", S.b("rem", t, ncb), S.const(COLUMN_BLOCK, I64)))
         j1 = lw.let("j1", S.minimum(S.b("add", j0, S.const(COLUMN_BLOCK, I64)), m))
         lo, hi = chunk_bounds(lw, c, rows, nrc)
-        base = lw.let("pb", S.b("mul", c, m))
+        base = lw.let("pb", S.b("mul", c, stride))
 
         def init(j):
             for qs, ne in zip(parts, neutrals):
@@ -271,7 +279,7 @@ def _column_folds(lw: Lowerer, p: Plan, e: ir.Map, env, a: Arr, n: K.Expr) -> li
                 lw.emit(K.Set(acc, v))
 
             def chunk(c):
-                at = lw.let("pj", S.b("add", S.b("mul", c, m), j))
+                at = lw.let("pj", S.b("add", S.b("mul", c, stride), j))
                 loads = [lw.let("p", K.Load(q.data, at)) for q in qs]
                 for acc, v in zip(accs, apply_op(lw, red.exp.lam, env, accs + loads,
                                                  reassoc=True)):

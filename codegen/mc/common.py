@@ -75,6 +75,21 @@ def row_dims(lw: Lowerer, e, env) -> list[tuple] | None:
 #: 15.5 -> 12.0 ms, benchmarks/README.md "Under load")
 CHUNKS_PER_THREAD = 4
 
+#: bytes between the partial arrays of two chunks that threads update
+#: often (mc/seghist.py's private histograms, mc/colred.py's partial rows):
+#: no cache line, nor the pair of lines an adjacent-line prefetcher fetches
+#: together, then holds data of two threads, whatever the block's alignment
+#: (kir.Alloc promises 16 bytes). Measured 2026-11-26 on the 2-core box:
+#: 2^24 random bins on 2 threads took 3.6-5.3 ms unpadded (no faster than
+#: one thread's 3.4 ms) and 1.86-1.92 ms padded (docs/cpu-backend.md,
+#: "False sharing").
+PAD_BYTES = 128
+
+
+def elem_bytes(t) -> int:
+    """Bytes of one element of scalar type t in memory (bool: 1)."""
+    return 1 if t.is_bool else t.bits // 8
+
 
 def n_chunks(lw: Lowerer, n: K.Expr, min_per_chunk: int, per_thread: int | None = None) -> K.Expr:
     """How many chunks a parallel reduction/scan/filter of n elements uses:
