@@ -23,6 +23,11 @@ Why it keeps the golden rule:
   needs its own copy then.
 Nested maps are processed inside out, so an invariant of an inner map that
 is also invariant of the outer one climbs out of both.
+
+Before that, the math-library part of an inner map that does not depend on
+the outer element is split off as a table (tables.py: loop-invariant code
+motion with scalar expansion); the split is kept only when every table then
+moves out.
 """
 from __future__ import annotations
 
@@ -32,28 +37,30 @@ from pyshark.core import ir
 from pyshark.core.traverse import free_vars, iter_stms, map_exp
 
 from .analysis import Facts, consumable_names, may_raise
-from .rewrite import map_functions
+from .rewrite import NameGen, fundef_names, map_functions
+from .tables import split_tables
 
 _SOACS = (ir.Map, ir.Reduce, ir.Scan, ir.Filter, ir.ReduceByIndex, ir.Scatter)
 
 
 def hoist_invariants(program: ir.Program) -> ir.Program:
-    return map_functions(program, lambda f: replace(f, body=_body(f.body, Facts())))
+    return map_functions(program, lambda f: replace(
+        f, body=_body(f.body, Facts(), NameGen(fundef_names(f)))))
 
 
 def _identity(a):
     return a
 
 
-def _body(body: ir.Body, facts: Facts) -> ir.Body:
+def _body(body: ir.Body, facts: Facts, names: NameGen) -> ir.Body:
     """body with its maps' invariants hoisted; `facts` (array lengths, known
     before body) let may_raise see that a map's widths agree."""
     out: list[ir.Let] = []
     changed = False
     for s in body.stms:
-        e = map_exp(s.exp, _identity, lambda b: _body(b, facts.child()))
+        e = map_exp(s.exp, _identity, lambda b: _body(b, facts.child(), names))
         if e.__class__ is ir.Map:
-            moved, e = _hoist_from(e, facts)
+            moved, e = _hoist_from(e, facts, names)
             for t in moved:
                 facts.record(t)
             out.extend(moved)
@@ -90,9 +97,31 @@ def _bodies(e: ir.Exp) -> list:
     return found
 
 
-def _hoist_from(m: ir.Map, outer: Facts) -> tuple[list[ir.Let], ir.Map]:
+def _hoist_from(m: ir.Map, outer: Facts, names: NameGen) -> tuple[list[ir.Let], ir.Map]:
     """(statements moved out of m's function, m without them): the worthy
-    invariant statements and the invariant ones they read (a size, say)."""
+    invariant statements and the invariant ones they read (a size, say),
+    after splitting the tables out of its inner maps (tables.py) when every
+    table then moves."""
+    split, tables = split_tables(m.lam.body.stms, _variant_test(m.lam), names, outer.child())
+    if tables:
+        lam = replace(m.lam, body=ir.Body(split, m.lam.body.result))
+        moved, rest = _hoist_plain(replace(m, lam=lam), outer)
+        if tables <= {v.name for s in moved for v in s.pat}:
+            return moved, rest
+    return _hoist_plain(m, outer)
+
+
+def _variant_test(lam: ir.Lambda):
+    """names -> whether any depends on the element of lam's map (its
+    parameters, through the statements of its function)."""
+    dep = {p.name for p in lam.params}
+    for s in lam.body.stms:
+        if free_vars(s.exp) & dep:
+            dep |= {v.name for v in s.pat}
+    return lambda names: bool(set(names) & dep)
+
+
+def _hoist_plain(m: ir.Map, outer: Facts) -> tuple[list[ir.Let], ir.Map]:
     lam = m.lam
     variant = {p.name for p in lam.params}
     consumed = consumable_names(lam.body)
