@@ -51,7 +51,7 @@ def param_type(t: K.KType) -> ir.Type:
 def elem_size(t: K.KType) -> int:
     if isinstance(t, K.Ptr):
         return 8
-    return 1 if t is BOOL else t.bits // 8
+    return t.bytes
 
 
 def alloca(builder: ir.IRBuilder, t: ir.Type, name: str = "") -> ir.Value:

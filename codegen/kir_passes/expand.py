@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Optional
 
-from pyshark.core.types import BOOL, I64
+from pyshark.core.types import I64
 
 from .. import kir as K
 from ..kir import ALLOC_FAIL_MESSAGE
@@ -204,7 +204,7 @@ class _Expander(ParForRewriter):
         for k in expand:
             s = stms[k]
             elem = s.var.type.elem
-            size = 1 if elem is BOOL else elem.bits // 8
+            size = elem.bytes
             c, c1 = self.var("c", I64), self.var("c1", I64)
             arena = self.var("arena", s.var.type)
             too_big = K.Bin("and", K.Bin("ge", n, one),

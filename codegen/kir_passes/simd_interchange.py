@@ -63,7 +63,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Optional
 
-from pyshark.core.types import BOOL, I64
+from pyshark.core.types import I64
 
 from .. import kir as K
 from ..kir import ALLOC_FAIL_MESSAGE
@@ -300,7 +300,7 @@ class _Emit(Interleave):
         after: list = []
         for a, cls in p.classes:
             elem = a.var.type.elem
-            size = 1 if elem is BOOL else elem.bits // 8
+            size = elem.bytes
             c, c1 = self.fresh("c", I64), self.fresh("c1", I64)
             arena = self.fresh("arena", a.var.type)
             out += [K.Set(c, a.count), K.Set(c1, K.Sel(K.Bin("ge", c, one), c, one)),

@@ -180,4 +180,4 @@ def _elem_bytes(s: K.Store) -> int:
 def _type_bytes(t) -> int:
     if isinstance(t, K.Ptr):
         return 8
-    return 1 if t is K.BOOL else t.bits // 8
+    return t.bytes

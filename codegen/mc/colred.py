@@ -35,8 +35,7 @@ from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, ColumnsOf, Lowerer
 from ..usage import free_vars
-from .common import (ONE, ZERO, PAD_BYTES, all_scalar, apply_op, chunk_bounds,
-                     elem_bytes as _elem_bytes, CHUNKS_PER_THREAD)
+from .common import ONE, ZERO, PAD_BYTES, all_scalar, apply_op, chunk_bounds, CHUNKS_PER_THREAD
 
 #: columns per task: a block of partial accumulators stays in L1 (1 KiB of f32)
 COLUMN_BLOCK = 256
@@ -227,7 +226,7 @@ def _column_folds(lw: Lowerer, p: Plan, e: ir.Map, env, a: Arr, n: K.Expr) -> li
     # run on different threads and update their rows once per input row, so
     # a line holding the end of one and the start of the next moved between
     # the cores at every row (mc/seghist.py's private histograms, same fix)
-    pad = -(-PAD_BYTES // min(_elem_bytes(t) for red in p.reds for t in red.exp.lam.ret))
+    pad = -(-PAD_BYTES // min(t.bytes for red in p.reds for t in red.exp.lam.ret))
     stride = lw.let("stride", S.b("add", m, S.const(pad, I64)))
     parts = [[lw.alloc("colpart", t, (nrc, stride)) for t in red.exp.lam.ret]
              for red in p.reds]

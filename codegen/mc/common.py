@@ -86,10 +86,6 @@ CHUNKS_PER_THREAD = 4
 PAD_BYTES = 128
 
 
-def elem_bytes(t) -> int:
-    """Bytes of one element of scalar type t in memory (bool: 1)."""
-    return 1 if t.is_bool else t.bits // 8
-
 
 def n_chunks(lw: Lowerer, n: K.Expr, min_per_chunk: int, per_thread: int | None = None) -> K.Expr:
     """How many chunks a parallel reduction/scan/filter of n elements uses:

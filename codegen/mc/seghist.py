@@ -20,7 +20,7 @@ from pyshark.core.types import I64, ScalarType
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Lowerer
-from .common import PAD_BYTES, ZERO, apply_op, chunk_bounds, elem_bytes, elements, n_chunks
+from .common import PAD_BYTES, ZERO, apply_op, chunk_bounds, elements, n_chunks
 from .scatter import dest_setup, in_range, store_at
 
 HIST_PRIVATE_MAX = 1 << 22
@@ -73,7 +73,7 @@ def lower_reduce_by_index(lw: Lowerer, e: ir.ReduceByIndex, env, stm):
         # threads in one line, every update of those bins moved the line
         # between the cores (2^24 random bins on 2 threads: 3.6-5.3 ms, no
         # faster than one thread's 3.4 ms, or 2.1 ms, as the block fell)
-        pad = -(-PAD_BYTES // min(elem_bytes(d.elem) for d in dests))
+        pad = -(-PAD_BYTES // min(d.elem.bytes for d in dests))
         stride = lw.let("stride", S.b("add", m, S.const(pad, I64)))
         subs = [lw.alloc("sub", d.elem, (lw.let("sz", S.b("mul", nch, stride)),))
                 for d in dests]

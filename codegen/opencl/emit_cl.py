@@ -442,7 +442,7 @@ class _KernelEmitter:
         it needed; the host then grows every heap and runs the entry again."""
         out = self.lines
         elem = s.var.type.elem
-        size = 1 if elem is BOOL else elem.bits // 8
+        size = elem.bytes
         self._note(s.var.type)
         c = self.expr(s.count, ind)
         v = self.name(s.var)

@@ -36,7 +36,7 @@ from pyshark.core.traverse import free_vars
 from pyshark.core.types import I64, ArrayType, ScalarType
 
 from .analysis import Facts, may_raise
-from .rewrite import NameGen
+from .rewrite import NameGen, subst
 
 #: the unary operators and binary ones that call the math library
 COSTLY_UNARY = frozenset({"exp", "log", "log2", "log10", "sin", "cos", "tan", "asin", "acos",
@@ -63,9 +63,8 @@ def split_tables(stms: tuple, variant: Callable[[set], bool], names: NameGen,
         e = s.exp
         if e.__class__ is ir.Size and e.dim == 0:
             sizes.setdefault(e.arr.name, s.pat[0])
-        width = {e.width.name} if e.__class__ is ir.Map and isinstance(e.width, ir.Var) else set()
-        if (e.__class__ is ir.Map and not variant(width)
-                and not variant({a.name for a in e.arrs})):
+        if (e.__class__ is ir.Map and e.arrs
+                and not variant({a.name for a in (e.width, *e.arrs) if a.__class__ is ir.Var})):
             split = _split(s, e, variant, names, facts, sizes)
             if split is not None:
                 out.extend(split)
@@ -79,17 +78,16 @@ def _split(s: ir.Let, m: ir.Map, variant, names: NameGen, facts: Facts, sizes: d
     """[table, rest] (with the table's width first when it needs a Size) for
     the inner map statement s, or None."""
     lam = m.lam
-    inner = {p.name for p in lam.params}
+    own = {p.name for p in lam.params}  # the parameters and what the moved statements bind
     local: set[str] = set()            # names the function binds that depend on the outer element
     moved: list[bool] = []
     for t in lam.body.stms:
         reads = free_vars(t.exp)
         ok = (all(isinstance(v.type, ScalarType) for v in t.pat)
-              and not (reads & local) and not variant(reads - inner - _bound(moved, lam))
+              and not (reads & local) and not variant(reads - own)
               and not may_raise(t.exp, facts))
         moved.append(ok)
-        if not ok:
-            local |= {v.name for v in t.pat}
+        (own if ok else local).update(v.name for v in t.pat)
     stms = lam.body.stms
     # only what the rest needs leaves; the rest keeps what nothing else needs
     kept_reads = set().union(*(free_vars(t.exp) for t, mv in zip(stms, moved) if not mv),
@@ -104,8 +102,6 @@ def _split(s: ir.Let, m: ir.Map, variant, names: NameGen, facts: Facts, sizes: d
     # the table's width is its first array's length, so that it cannot fail
     # a width check where the inner map could (a negative width is checked
     # where it was, by the rest)
-    if not m.arrs:
-        return None
     width = sizes.get(m.arrs[0].name)
     pre = []
     if width is None:
@@ -115,7 +111,7 @@ def _split(s: ir.Let, m: ir.Map, variant, names: NameGen, facts: Facts, sizes: d
     # the rest maps over the tables too; the outputs are its new parameters
     params = [names.var(v) for v in outs]
     ren = {v.name: p for v, p in zip(outs, params)}
-    rest_stms = tuple(_rename(t, ren) for t, mv in zip(stms, moved) if not mv)
+    rest_stms = tuple(subst(t, ren) for t, mv in zip(stms, moved) if not mv)
     rest_result = tuple(ren.get(a.name, a) if isinstance(a, ir.Var) else a
                         for a in lam.body.result)
     rest_body = ir.Body(rest_stms, rest_result)
@@ -124,16 +120,6 @@ def _split(s: ir.Let, m: ir.Map, variant, names: NameGen, facts: Facts, sizes: d
     rest_lam = replace(lam, params=tuple(p for p, _ in keep) + tuple(params), body=rest_body)
     rest = replace(m, lam=rest_lam, arrs=tuple(a for _, a in keep) + tuple(tables))
     return pre + [table, replace(s, exp=rest)]
-
-
-def _bound(moved, lam) -> set:
-    """Names bound by the moved statements so far (they are fine to read)."""
-    return {v.name for t, mv in zip(lam.body.stms, moved) if mv for v in t.pat}
-
-
-def _rename(t: ir.Let, ren: dict) -> ir.Let:
-    from .rewrite import subst
-    return subst(t, ren) if ren else t
 
 
 __all__ = ["split_tables", "COSTLY_UNARY", "COSTLY_BINARY"]

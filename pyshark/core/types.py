@@ -70,6 +70,7 @@ for _t in ScalarType:
     _t.is_float = _t.value[0] == "f"
     _t.is_bool = _t is ScalarType.BOOL
     _t.bits = 8 if _t is ScalarType.BOOL else int(_t.value[1:])
+    _t.bytes = _t.bits // 8         # in memory (a bool is one byte)
 del _t
 
 I8, I16, I32, I64 = ScalarType.I8, ScalarType.I16, ScalarType.I32, ScalarType.I64
