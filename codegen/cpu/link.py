@@ -385,13 +385,29 @@ def _emit_object_unlocked(tm, mod) -> bytes:
         ffi.lib.LLVMPY_DisposeMemoryBuffer(mb)
 
 
-def _part_machines(n: int, quick: bool = False) -> list:
-    """A target machine per parallel part (one is not safe to share between
-    threads), cached."""
-    tms = _STATE.setdefault("part_tms-quick" if quick else "part_tms", [])
-    while len(tms) < n:
-        tms.append(_new_target_machine(jit=False, opt=QUICK_CODEGEN_LEVEL if quick else 3))
-    return tms[:n]
+#: the code generation level of a split.GluePart (optnone glue), either tier
+GLUE_CODEGEN_LEVEL = 0
+
+
+def _part_level(part: str, quick: bool) -> int:
+    from .split import GluePart
+    if isinstance(part, GluePart):
+        return GLUE_CODEGEN_LEVEL
+    return QUICK_CODEGEN_LEVEL if quick else 3
+
+
+def _part_machines(levels: list) -> list:
+    """A target machine per parallel part, at its code generation level (one
+    is not safe to share between threads), cached."""
+    tms, used = [], {}
+    for level in levels:
+        pool = _STATE.setdefault(("part_tms", level), [])
+        k = used.get(level, 0)
+        used[level] = k + 1
+        while len(pool) <= k:
+            pool.append(_new_target_machine(jit=False, opt=level))
+        tms.append(pool[k])
+    return tms
 
 
 def _compile_parallel(parts: list, quick: bool = False) -> tuple[list, bool]:
@@ -401,7 +417,7 @@ def _compile_parallel(parts: list, quick: bool = False) -> tuple[list, bool]:
     from concurrent.futures import ThreadPoolExecutor
     from pyshark.compile_times import current
     times = [dict() for _ in parts]
-    tms = _part_machines(len(parts), quick)
+    tms = _part_machines([_part_level(p, quick) for p in parts])
     with ThreadPoolExecutor(len(parts)) as pool:
         futs = [pool.submit(_compile_part, t, tm, d, quick)
                 for t, tm, d in zip(parts, tms, times)]

@@ -18,7 +18,10 @@ stack, two loads per claimed block; callgrind on LocVolCalib's outside
 entry, 4 x 32 x 64 x 16: 22.96 M instructions before, 22.94 M after).
 LocVolCalib's outside entry is such glue around 52 ParFors; its bodies
 were one part of 10.4 s CPU beside the FShark entry's 5.9 s. Units go to
-parts by size (instructions; `optnone` glue counts less), largest first.
+parts by size (instructions), largest first; the glue entries themselves
+go to one more part, a GluePart, which link.py compiles at code generation
+level 0 (its code is cold and unoptimised: only the instruction selector
+and register allocator's time changes).
 The other pieces:
 - internal globals (the SIGINT flag, the displaced handler) and the
   functions that use them (arming, the handler) are defined once, in part 0,
@@ -65,10 +68,21 @@ def _hidden(v) -> str:
         v.linkage = linkage
 
 
+class GluePart(str):
+    """A part holding only `optnone` glue entries (their host code): cold
+    code that LLVM does not optimise, which link.py compiles at code
+    generation level 0 (FastISel and the fast register allocator). At level
+    1 the greedy allocator and the machine passes spent most of a part's
+    time on it: LocVolCalib's outside entry, 5,700 lines of glue, 240 ms
+    of code generation against 23 ms at level 0 (2-core AMD EPYC)."""
+
+
 def split_module(module: ir.Module, entries: list[str], parts: int = 2,
-                 min_size: int = 400) -> list[str]:
+                 min_size: int = 400, glue_part: bool = True) -> list[str]:
     """The module's text in up to `parts` parts (see the module docstring);
-    one part when it has one unit, or under `min_size` instructions."""
+    one part when it has one unit, or under `min_size` instructions. With
+    `glue_part`, the `optnone` glue entries go to one more part of their
+    own, a GluePart, after the others."""
     units: dict[str, list] = {e: [] for e in entries}
     host_of: dict[str, str] = {}            # a glue entry's ParFor unit -> the entry
     glue = {e for e in entries
@@ -88,16 +102,22 @@ def split_module(module: ir.Module, entries: list[str], parts: int = 2,
             if unit is not None:
                 units[unit].append(v)
     sizes = {e: sum(_size(f) for f in fs) for e, fs in units.items()}
-    parts = min(parts, sum(1 for s in sizes.values() if s > 0))
-    if parts < 2 or sum(sizes.values()) < min_size:
+    cold = {e for e in glue if sizes[e] > 0} if glue_part else set()
+    hot = [e for e in units if e not in cold]
+    parts = min(parts, sum(1 for e in hot if sizes[e] > 0))
+    if parts + bool(cold) < 2 or sum(sizes.values()) < min_size:
         return [str(module)]
+    parts = max(parts, 1)
     load = [0.0] * parts
     owner: dict[str, int] = {}
     unit_part: dict[str, int] = {}
-    for e in sorted(units, key=lambda e: -sizes[e]):
+    for e in sorted(hot, key=lambda e: -sizes[e]):
         j = min(range(parts), key=lambda k: load[k])
         load[j] += sizes[e]
         unit_part[e] = j
+    for e in cold:
+        unit_part[e] = parts
+    for e, j in unit_part.items():
         for f in units[e]:
             owner[f.name] = j
     # a ParFor unit in another part than its entry: its functions are
@@ -105,7 +125,7 @@ def split_module(module: ir.Module, entries: list[str], parts: int = 2,
     away = {f.name for u, e in host_of.items() if unit_part[u] != unit_part[e]
             for f in units[u]}
     texts = []
-    for j in range(parts):
+    for j in range(parts + bool(cold)):
         lines = ['; ModuleID = "%s.part%d"' % (module.name, j),
                  'target triple = "%s"' % module.triple,
                  'target datalayout = "%s"' % module.data_layout, '']
@@ -127,7 +147,8 @@ def split_module(module: ir.Module, entries: list[str], parts: int = 2,
             else:
                 lines.append(str(v))                    # private constants
         lines += module._get_metadata_lines()
-        texts.append("\n".join(lines))
+        text = "\n".join(lines)
+        texts.append(GluePart(text) if j == parts else text)
     return texts
 
 
@@ -137,4 +158,4 @@ def _external(g: ir.GlobalVariable) -> str:
     return f"{g.get_reference()} = external hidden global {g.value_type}{align}"
 
 
-__all__ = ["split_module"]
+__all__ = ["GluePart", "split_module"]

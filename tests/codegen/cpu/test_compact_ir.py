@@ -11,6 +11,7 @@ from cpu_harness import I0, I1, I64, K, Built, c64, v
 from pyshark.codegen.cpu import load_library, optimise_and_build
 from pyshark.codegen.cpu.emit import emit_module, emit_module_parts
 from pyshark.codegen.cpu.emit_ssa import ssa_vars
+from pyshark.codegen.cpu.split import GluePart
 from test_cpu_memory_control import _module
 
 x, y, z, i, n = v("x", I64), v("y", I64), v("z", I64), v("i", I64), v("n", I64)
@@ -43,8 +44,12 @@ def test_split_module_links_and_behaves(tmp_path: Path):
     m = _module()
     K.check_module(m)
     parts = emit_module_parts(m, 2)
-    assert len(parts) == 2
-    # one SIGINT flag per library: defined in part 0, declared in part 1
+    # two parts of optimised code, and the optnone glue entries in a third
+    # (compiled at code generation level 0)
+    assert len(parts) == 3
+    assert [isinstance(p, GluePart) for p in parts] == [False, False, True]
+    assert "optnone" in parts[2] and all("optnone" not in p for p in parts[:2])
+    # one SIGINT flag per library: defined in part 0, declared in the others
     assert sum('"pyshark.sigint.flag" = hidden global' in p for p in parts) <= 1
     out = tmp_path / "split.so"
     optimise_and_build(parts, out)
@@ -92,12 +97,12 @@ def test_a_glue_entry_spreads_its_parfors_over_parts(tmp_path: Path):
     check_program(program)
     m = build_kernels(program)
     parts = emit_module_parts(m, 2)
-    assert len(parts) == 2
+    assert len(parts) == 3
     host = [p for p in parts if 'define i32 @"pyshark_normalise"' in p]
     other = [p for p in parts if p not in host]
-    assert len(host) == 1 and 'optnone' in host[0]
+    assert len(host) == 1 and 'optnone' in host[0] and isinstance(host[0], GluePart)
     assert 'declare hidden void @"pyshark_normalise.parfor' in host[0]
-    assert 'define hidden void @"pyshark_normalise.parfor' in other[0]
+    assert all('define hidden void @"pyshark_normalise.parfor' in p for p in other)
     src = tmp_path / "glue.py"
     src.write_text(textwrap.dedent(GLUE_SRC))
     xs = np.arange(-300, 701, dtype=np.int64)
@@ -112,3 +117,34 @@ def test_a_glue_entry_spreads_its_parfors_over_parts(tmp_path: Path):
     import pytest
     with pytest.raises(IndexError):
         w.normalise(xs, -5000)
+
+
+def test_glue_parts_compile_at_codegen_level_0():
+    """A GluePart (only optnone glue) gets a level-0 target machine in
+    either tier; other parts the tier's level (link._part_level)."""
+    from pyshark.codegen.cpu import link
+    assert link._part_level(GluePart("x"), quick=True) == link.GLUE_CODEGEN_LEVEL == 0
+    assert link._part_level(GluePart("x"), quick=False) == 0
+    assert link._part_level("x", quick=True) == link.QUICK_CODEGEN_LEVEL
+    assert link._part_level("x", quick=False) == 3
+    a, b, c = link._part_machines([3, 0, 3])
+    assert a is not c and len({id(a), id(b), id(c)}) == 3
+
+
+def test_a_module_of_glue_alone_is_not_split():
+    """Nothing but glue (no ParFor, no hot host loop): one module, as before."""
+    from llvmlite import ir
+    from pyshark.codegen.cpu.split import split_module
+    mod = ir.Module("glue")
+    for name in ("e1", "e2"):
+        fn = ir.Function(mod, ir.FunctionType(ir.IntType(32), []), name)
+        fn.attributes.add("optnone")
+        fn.attributes.add("noinline")
+        b = ir.IRBuilder(fn.append_basic_block())
+        acc = ir.Constant(ir.IntType(32), 0)
+        for k in range(300):
+            acc = b.add(acc, ir.Constant(ir.IntType(32), k))
+        b.ret(acc)
+    parts = split_module(mod, ["e1", "e2"], 2)
+    assert len(parts) == 1 and not isinstance(parts[0], GluePart)
+
