@@ -89,31 +89,38 @@ def versioned_for(lw: Lowerer, i: K.KVar, lo: K.Expr, hi: K.Expr, make_body) -> 
 def _invariant_in_range(lw: Lowerer, i: K.Expr, n: K.Expr):
     """A condition, over values fixed before the current parallel loop, that
     implies 0 <= i < n at every iteration; None if there is none."""
-    from .bounds import Leaf, Max, Min
     iv = lw.facts.interval(i)
     local = set(lw.created[lw.version["start"]:])
     if iv is None:
         if isinstance(n, K.KVar) and n.name in local:
             return None
         return _affine_in_range(lw, i, n, local)
-
-    def expr(t):
-        if isinstance(t, Leaf):
-            if t.base is None:
-                return S.const(t.off, I64)
-            if t.base in local:
-                raise LookupError
-            base = K.KVar(t.base, I64)
-            return base if t.off == 0 else S.b("add", base, S.const(t.off, I64))
-        a, b = expr(t.a), expr(t.b)
-        return (S.minimum if isinstance(t, Min) else S.maximum)(a, b)
     if isinstance(n, K.KVar) and n.name in local:
         return None
     try:
-        lo, hi = expr(iv[0]), expr(iv[1])
+        lo, hi = _bound_expr(iv[0], local), _bound_expr(iv[1], local)
     except LookupError:
         return _affine_in_range(lw, i, n, local)
     return S.land(S.b("ge", lo, ZERO), S.b("lt", hi, n))
+
+
+# (The walks below are module functions, not recursive closures: each such
+# closure is a reference cycle that keeps what it sees for Python's cyclic
+# collector.)
+
+def _bound_expr(t, local: set) -> K.Expr:
+    """A bounds.py bound as an expression; LookupError where it reads a
+    variable of the current loop (`local`)."""
+    from .bounds import Leaf, Min
+    if isinstance(t, Leaf):
+        if t.base is None:
+            return S.const(t.off, I64)
+        if t.base in local:
+            raise LookupError
+        base = K.KVar(t.base, I64)
+        return base if t.off == 0 else S.b("add", base, S.const(t.off, I64))
+    a, b = _bound_expr(t.a, local), _bound_expr(t.b, local)
+    return (S.minimum if isinstance(t, Min) else S.maximum)(a, b)
 
 
 def _affine_in_range(lw: Lowerer, i: K.Expr, n: K.Expr, local: set):
@@ -125,54 +132,58 @@ def _affine_in_range(lw: Lowerer, i: K.Expr, n: K.Expr, local: set):
     if loop is None:
         return None
     var, lo, hi = loop
-
-    def expand(e, depth=0):
-        if depth > 30:
-            raise LookupError
-        if isinstance(e, K.KVar):
-            if e.name == var.name:
-                return e
-            if e.name in local:
-                d = lw.facts.defs.get(e.name)
-                if d is None:
-                    raise LookupError
-                return expand(d, depth + 1)
-            return e
-        if isinstance(e, K.KConst):
-            return e
-        if isinstance(e, K.Bin) and e.op in ("add", "sub", "mul"):
-            return K.Bin(e.op, expand(e.x, depth + 1), expand(e.y, depth + 1))
-        raise LookupError
-
-    def has_var(e):
-        return var.name in K.expr_vars(e)
-
-    def affine(e):
-        if isinstance(e, K.Bin) and e.op in ("add", "sub"):
-            return affine(e.x) and affine(e.y)
-        if isinstance(e, K.Bin) and e.op == "mul":
-            return (affine(e.x) and not has_var(e.y)) or (affine(e.y) and not has_var(e.x))
-        return isinstance(e, (K.KVar, K.KConst))
-
     try:
-        x = expand(i)
+        x = _expand(i, var.name, local, lw.facts.defs, 0)
     except LookupError:
         return None
-    if not has_var(x) or not affine(x):
+    if var.name not in K.expr_vars(x) or not _affine(x, var.name):
         return None
-
-    def at(e, value):
-        if isinstance(e, K.KVar) and e.name == var.name:
-            return value
-        if isinstance(e, K.Bin):
-            return K.Bin(e.op, at(e.x, value), at(e.y, value))
-        return e
     last = S.b("sub", hi, ONE)
     ok = None
-    for end in (at(x, lo), at(x, last)):
+    for end in (_at(x, var.name, lo), _at(x, var.name, last)):
         c = S.land(S.b("ge", end, ZERO), S.b("lt", end, n))
         ok = c if ok is None else S.land(ok, c)
     return S.lor(S.b("le", hi, lo), ok)
+
+
+def _expand(e: K.Expr, var: str, local: set, defs: dict, depth: int) -> K.Expr:
+    """`e` with the current loop's variables other than `var` replaced by
+    their definitions; LookupError where that is not a sum of products."""
+    if depth > 30:
+        raise LookupError
+    if isinstance(e, K.KVar):
+        if e.name == var:
+            return e
+        if e.name in local:
+            d = defs.get(e.name)
+            if d is None:
+                raise LookupError
+            return _expand(d, var, local, defs, depth + 1)
+        return e
+    if isinstance(e, K.KConst):
+        return e
+    if isinstance(e, K.Bin) and e.op in ("add", "sub", "mul"):
+        return K.Bin(e.op, _expand(e.x, var, local, defs, depth + 1),
+                     _expand(e.y, var, local, defs, depth + 1))
+    raise LookupError
+
+
+def _affine(e: K.Expr, var: str) -> bool:
+    if isinstance(e, K.Bin) and e.op in ("add", "sub"):
+        return _affine(e.x, var) and _affine(e.y, var)
+    if isinstance(e, K.Bin) and e.op == "mul":
+        return ((_affine(e.x, var) and var not in K.expr_vars(e.y))
+                or (_affine(e.y, var) and var not in K.expr_vars(e.x)))
+    return isinstance(e, (K.KVar, K.KConst))
+
+
+def _at(e: K.Expr, var: str, value: K.Expr) -> K.Expr:
+    """`e` with `value` for the variable `var`."""
+    if isinstance(e, K.KVar) and e.name == var:
+        return value
+    if isinstance(e, K.Bin):
+        return K.Bin(e.op, _at(e.x, var, value), _at(e.y, var, value))
+    return e
 
 
 def strides(a) -> list:

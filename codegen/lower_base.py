@@ -268,7 +268,10 @@ class Lowerer:
                     got = self.let(hint, got)
                 done[k] = got
             return got
-        return self.let(hint, bind(e))
+        try:
+            return self.let(hint, bind(e))
+        finally:
+            bind = None                 # a recursive closure is a reference cycle
 
     @contextmanager
     def block(self):

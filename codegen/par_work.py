@@ -169,7 +169,10 @@ def loop_products(body: K.Block, index: K.KVar, tiled: bool = False) -> Optional
                 return False
         return True
 
-    return out if walk(body, ()) else None
+    try:
+        return out if walk(body, ()) else None
+    finally:
+        walk = None                     # a recursive closure is a reference cycle
 
 
 def work_guard(n: K.Expr, products: Counter, par_min: int,

@@ -341,9 +341,9 @@ class CpuBackend(Backend):
                 f":scatter={int(slow_vector_scatter())}")
 
     def compile(self, path: Path, source_text: str, directory: Path):
-        with gc_paused():
+        with gc_paused():           # one pause for both (compile_program pauses too)
             program = translate_and_check(path, text=source_text)
-        return program, self.compile_program(program, directory)
+            return program, self.compile_program(program, directory)
 
     def compile_quick(self, path: Path, source_text: str, directory: Path):
         """`compile` for the quick tier (docs/cpu-backend.md, "Tiered
@@ -353,7 +353,7 @@ class CpuBackend(Backend):
         library (the JIT fallback has no tiers)."""
         with gc_paused():
             program = translate_and_check(path, text=source_text)
-        return program, self.compile_program(program, directory, quick=True)
+            return program, self.compile_program(program, directory, quick=True)
 
     def upgrade_command(self, quick_dir: Path, target_dir: Path) -> list[str] | None:
         """The command that builds the optimised module in `target_dir` from

@@ -42,6 +42,8 @@ or aarch64 layout); elsewhere, and in entries without a loop, it is skipped.
 """
 from __future__ import annotations
 
+import weakref
+
 from llvmlite import ir
 
 from .. import kir as K
@@ -375,7 +377,9 @@ class Unwinder:
     block, and (entries) its SIGINT arming."""
 
     def __init__(self, em, body: K.Block, *, entry: bool):
-        self.em = em
+        # a weak proxy: the emitter holds its Unwinder (em.unwind), and the
+        # cycle would keep both, and what they hold, for the cyclic collector
+        self.em = weakref.proxy(em)
         rt = em.mod.runtime
         self.rt = rt
         ab = em.alloca_builder

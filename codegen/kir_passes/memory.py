@@ -42,18 +42,7 @@ def hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     memo: dict[str, bool] = {}
 
     def invariant(name: str) -> bool:
-        """Set once at the top of the body from loop-invariant values (no
-        memory reads): the same value in every iteration."""
-        if name not in assigned:
-            return True
-        if name in memo:
-            return memo[name]
-        memo[name] = False
-        t = top_sets.get(name)
-        ok = (t is not None and not has_expr(t.value, K.Load)
-              and all(invariant(v) for v in K.expr_vars(t.value)))
-        memo[name] = ok
-        return ok
+        return _invariant(name, assigned, top_sets, memo)
 
     top_frees = {t.ptr.name for t in stms if isinstance(t, K.Free) and isinstance(t.ptr, K.KVar)}
     before, keep, needed = [], [], []
@@ -80,19 +69,36 @@ def hoist_from_loop(loop) -> tuple[list, K.Stm, list]:
     return order + before, replace(loop, body=K.Block(tuple(keep))), after
 
 
+def _invariant(name: str, assigned: set, top_sets: dict, memo: dict) -> bool:
+    """Set once at the top of the body from loop-invariant values (no
+    memory reads): the same value in every iteration. (A function of its
+    own, not a recursive closure: that would be a reference cycle.)"""
+    if name not in assigned:
+        return True
+    if name in memo:
+        return memo[name]
+    memo[name] = False
+    t = top_sets.get(name)
+    ok = (t is not None and not has_expr(t.value, K.Load)
+          and all(_invariant(v, assigned, top_sets, memo) for v in K.expr_vars(t.value)))
+    memo[name] = ok
+    return ok
+
+
 def _defs_needed(e: K.Expr, assigned: set, top_sets: dict) -> list[str]:
     """Body variables an invariant expression reads, definitions first."""
     out: list[str] = []
-
-    def visit(name):
-        if name not in assigned or name in out:
-            return
-        for v in K.expr_vars(top_sets[name].value):
-            visit(v)
-        out.append(name)
     for v in K.expr_vars(e):
-        visit(v)
+        _visit_def(v, assigned, top_sets, out)
     return out
+
+
+def _visit_def(name: str, assigned: set, top_sets: dict, out: list) -> None:
+    if name not in assigned or name in out:
+        return
+    for v in K.expr_vars(top_sets[name].value):
+        _visit_def(v, assigned, top_sets, out)
+    out.append(name)
 
 
 def _block(b: K.Block) -> K.Block:

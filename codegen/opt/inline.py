@@ -42,8 +42,11 @@ def inline(program: ir.Program) -> ir.Program:
         active.pop()
         return done[name]
 
-    for name in program.functions:
-        get(name)
+    try:
+        for name in program.functions:
+            get(name)
+    finally:
+        get = None                      # a recursive closure is a reference cycle
     keep = [n for n in program.functions if not program.entries or n in program.entries]
     return ir.Program({n: done[n] for n in keep}, dict(program.entries),
                       dict(program.records), program.filename)

@@ -42,6 +42,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections import ChainMap
+from functools import partial
 
 import numpy as np
 
@@ -127,31 +128,39 @@ def _same(x):
 
 
 class _Env:
-    """Scoped state of the forward walk: substitution, facts, true conditions."""
+    """Scoped state of the forward walk: substitution, facts, true conditions.
+    (The facts resolve atoms through the substitution itself, not through a
+    bound method of the _Env: that would make each _Env a reference cycle.)"""
 
     def __init__(self, parent: "_Env | None" = None, exp: ir.Exp | None = None):
         if parent is None:
             self.sub: ChainMap = ChainMap()
             self.truths: ChainMap = ChainMap()
             self.defs: ChainMap = ChainMap()
-            self.facts = Facts(resolve=self.atom)
+            self.facts = Facts(resolve=partial(_resolve, self.sub))
         else:
             self.sub = parent.sub.new_child()
             self.truths = parent.truths.new_child()
             self.defs = parent.defs.new_child()
-            self.facts = (parent.facts.for_body(exp, self.atom) if exp is not None
-                          else parent.facts.child(self.atom))
+            resolve = partial(_resolve, self.sub)
+            self.facts = (parent.facts.for_body(exp, resolve) if exp is not None
+                          else parent.facts.child(resolve))
 
     def child(self, exp: ir.Exp | None = None) -> "_Env":
         return _Env(self, exp)
 
     def atom(self, a: ir.Atom) -> ir.Atom:
-        while a.__class__ is ir.Var:
-            r = self.sub.get(a.name)
-            if r is None:
-                return a
-            a = r
-        return a
+        return _resolve(self.sub, a)
+
+
+def _resolve(sub: ChainMap, a: ir.Atom) -> ir.Atom:
+    """`a` through the substitution `sub`."""
+    while a.__class__ is ir.Var:
+        r = sub.get(a.name)
+        if r is None:
+            return a
+        a = r
+    return a
 
 
 class _Simplifier:

@@ -267,6 +267,17 @@ def translate_source(source: str, filename: str = "<source>") -> ir.Program:
 
 def _translate(src: SourceInfo) -> ir.Program:
     env = ModuleEnv(src)
+    try:
+        return _translate_env(env, src)
+    finally:
+        # each TopFun and its call value point at each other, and hold the
+        # def's libcst tree: left to the cyclic collector (see
+        # pyshark.compile_times.gc_paused)
+        for top in env.functions.values():
+            top.funv = None
+
+
+def _translate_env(env: ModuleEnv, src: SourceInfo) -> ir.Program:
     env.scan()
     for top in env.functions.values():
         _guard(src, top.node.name, env.parse_signature, top)
@@ -346,9 +357,12 @@ def _reject_recursion(src: SourceInfo, program: ir.Program) -> None:
                 visit(callee)
         state[name] = 2
 
-    for name in program.functions:
-        if name not in state:
-            visit(name)
+    try:
+        for name in program.functions:
+            if name not in state:
+                visit(name)
+    finally:
+        visit = None                    # a recursive closure is a reference cycle
 
 
 def _run_checker(program: ir.Program) -> None:
