@@ -39,10 +39,12 @@ sequential fold (as gpu/segmap.py's n-body tiling). Rows and columns past
 the edge load a valid (clamped) row and store nothing; the last partial
 chunk loads and folds only what is left.
 
-Two kernels for 4-byte elements: 128 x 128 blocks (R = 8) and 64 x 64 (R =
-4); the host launches the small one when the big blocks number fewer than
-SMALL x the compute units (NumThreads / 64), so that a 1024 x 1024 output
-(64 big blocks) still fills 132 SMs. Measurements: docs/opencl-backend.md.
+A kernel per block size, halving R down to MIN_R: for 4-byte elements 128 x
+128 blocks (R = 8), 64 x 64 (R = 4) and 32 x 32 (R = 2), for 8-byte ones
+64 x 64 and 32 x 32. The host launches the biggest whose blocks number at
+least SMALL x the compute units (NumThreads / 64), else the smallest, so
+that a 1024 x 1024 output (64 big blocks) still fills 132 SMs, and a 256 x
+256 one 64 of them. Measurements: docs/opencl-backend.md.
 
 A work-group kernel may not fail: the width checks (Python mode's
 ShapeError when row and col differ in length) run on the host before the
@@ -84,10 +86,13 @@ DBUF = True             # two local tiles of each matrix, used in turn: one barr
 LOCAL_MEM = 0           # bytes of local memory the kernel may take; 0: the target's
                         # (32 KiB); an experiment knob (matmul_variants.py "tk16_dbuf":
                         # 48 KiB, NVIDIA's static limit, fits two buffers of TK = 16)
-SMALL = 1               # a block side of R = 4 (64 x 64 blocks for f32) when the R = 8
+SMALL = 1               # half the block side (R = 4: 64 x 64 blocks for f32) when the
                         # blocks number fewer than SMALL x the compute units (1024 x
                         # 1024 makes 64 blocks of 128 x 128 for 132 SMs: 4 x 4
-                        # fills them); 0: never
+                        # fills them), and again down to R = MIN_R; 0: never
+MIN_R = 2               # the smallest register block: 32 x 32 blocks, for a 256 x 256
+                        # f64 product (16 blocks of 64 x 64 left 116 of the H100's
+                        # 132 SMs idle: 350 us, against NumPy's 126 us on the host)
 
 
 def _c(v: int) -> K.KConst:
@@ -201,7 +206,10 @@ def _match(lw: Lowerer, e: ir.Map, env):
     budget = LOCAL_MEM or lw.options.target.local_mem
     cfgs = []       # the block shapes that fit in local memory, biggest first
     big = R_BY_SIZE.get(max(xs, ys), 4)
-    for r in (big, 4) if SMALL and big > 4 else (big,):
+    rs = [big]
+    while SMALL and rs[-1] > MIN_R:
+        rs.append(rs[-1] // 2)
+    for r in rs:
         bm, bn = r * ty, r * tx
         # the longest chunk first, then two buffers before one (f32 128 x 128
         # with TK = 16 fits the 32 KiB of the target once: measured best)
@@ -464,11 +472,13 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
     lw.own(out_ptr)
     launches = [K.ParFor(lw.var("gi", I64), c.count, b, None, group_size=G)
                 for c, b in zip(p.cfgs, bodies)]
-    launch = launches[0]
-    if len(launches) == 2:      # few big blocks: the small ones fill the device
-        units = S.b("shr", K.NumThreads(), _c(6))          # NumThreads = units x 64
-        few = S.b("lt", S.b("mul", p.cfgs[0].nbi, p.cfgs[0].nbj), S.b("mul", units, _c(SMALL)))
-        launch = K.If(few, K.Block((launches[1],)), K.Block((launches[0],)))
+    # the biggest blocks that number at least SMALL x the compute units (they
+    # fill the device), else the smallest
+    launch = launches[-1]
+    units = S.b("shr", K.NumThreads(), _c(6))              # NumThreads = units x 64
+    for c, big_launch in reversed(list(zip(p.cfgs[:-1], launches[:-1]))):
+        few = S.b("lt", S.b("mul", c.nbi, c.nbj), S.b("mul", units, _c(SMALL)))
+        launch = K.If(few, K.Block((launch,)), K.Block((big_launch,)))
     inner = K.If(S.b("gt", m, ZERO), K.Block(guarded[0].stms + (launch,)))
     lw.emit(K.If(S.b("gt", n, ZERO), K.Block(outer[0].stms + (inner,))))
     return [Arr(out_ptr, out_ptr, (n, nr), il.ret[0], frozenset({out_ptr.name}))]

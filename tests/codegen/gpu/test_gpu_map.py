@@ -339,8 +339,8 @@ def test_nbody_and_matmul_are_tiled():
     assert sum(p.group_size is not None for p in _parfors(nb, "nbody_step")) == 1
     mm = _kernels(ROOT / "benchmarks" / "programs" / "matmul.py")
     # the product: a 2-D tiled work-group kernel (gpu/tile2d.py; its own
-    # tests are in test_gpu_tile2d.py) in two block sizes, the smaller for
-    # outputs of fewer blocks than compute units, after the transpose's
+    # tests are in test_gpu_tile2d.py) in three block sizes, the smaller ones
+    # for outputs of fewer blocks than compute units, after the transpose's
     # (gpu/transpose.py)
     groups = [p for p in _parfors(mm, "matmul") if p.group_size is not None]
-    assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) for g in groups] == [1, 2, 2]
+    assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) for g in groups] == [1, 2, 2, 2]

@@ -267,10 +267,11 @@ def test_kernel_ir(source):
               if sum(isinstance(s, K.LocalAlloc) for s in g.body.stms) != 1]
         # two buffers of TK k-rows of the block's side + 4: 8 x 8 register
         # blocks of 4-byte elements (a 128 x 128 block, TK = 16), and beside
-        # it (chosen on the host for few blocks) 4 x 4 ones (64 x 64); 8-byte
-        # elements: 4 x 4 only, TK = 8
+        # it (chosen on the host for few blocks) 4 x 4 ones (64 x 64) and 2 x 2
+        # ones (32 x 32); 8-byte elements: 4 x 4 and 2 x 2, TK = 8
         f64 = name in ("affine_f64", "min_diff")
-        sides = [(1, 8, 68)] if f64 else [(0, 16, 132), (1, 16, 68)]
+        sides = ([(1, 8, 68), (1, 8, 36)] if f64
+                 else [(0, 16, 132), (1, 16, 68), (1, 16, 36)])
         assert len(gs) == len(sides), name
         gs.sort(key=lambda g: -sum(1 for _ in K.walk_stms(g.body)))    # 8 x 8 first
         for g, (two, tk, side) in zip(gs, sides):
@@ -287,7 +288,7 @@ def test_kernel_ir(source):
                    for g in _groups(fns[name])), name
     unsafe = _kernels(source, gpu_target(256, 65536, True), unsafe=True)
     assert [sum(isinstance(s, K.LocalAlloc) for s in g.body.stms)
-            for g in _groups(unsafe["scaled"])] == [1, 2, 2]
+            for g in _groups(unsafe["scaled"])] == [1, 2, 2, 2]
     # transpose: one work-group kernel with a 32 x 33 tile; rank 3 declines
     for name in ("transpose_i32", "transpose_bool"):
         (g,) = _groups(fns[name])
@@ -295,16 +296,21 @@ def test_kernel_ir(source):
     assert not _groups(fns["transpose3"])
     # groups of 128 work-items: 8 x 16 of them, a 64 x 128 block
     small = _kernels(source, gpu_target(128, 65536, True))
-    (tr, _, g) = _groups(small["matmul"])
+    (tr, _, _, g) = _groups(small["matmul"])
     assert g.group_size == tr.group_size == 128
     assert sorted(s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)) == [2 * 16 * 68,
                                                                                     2 * 16 * 132]
-    # local memory for one buffer of TK = 8 of the 64 x 64 block only (4352 bytes)
+    # local memory for one buffer of TK = 8 of the 64 x 64 block only (4352 bytes),
+    # beside the 32 x 32 one
     one = _kernels(source, gpu_target(256, 4400, True))
-    (tr, g) = _groups(one["matmul"])
+    (tr, _, g) = _groups(one["matmul"])
     assert [s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)] == [8 * 68] * 2
     assert sum(isinstance(s, K.Barrier) for s in K.walk_stms(g.body)) == 3
-    # too little even for that: declined (the transpose's 32 x 33 tile,
-    # 4224 bytes, still fits)
+    # too little for that: the 32 x 32 block alone (one buffer of TK = 8: 2304
+    # bytes; the transpose's 32 x 33 tile, 4224 bytes, still fits)
     tiny = _kernels(source, gpu_target(256, 4300, True))
-    assert len(_groups(tiny["matmul"])) == 1
+    (tr, g) = _groups(tiny["matmul"])
+    assert [s.count for s in g.body.stms if isinstance(s, K.LocalAlloc)] == [8 * 36] * 2
+    # and too little for any block: declined
+    none = _kernels(source, gpu_target(256, 2000, True))
+    assert len(_groups(none["matmul"])) == 0
