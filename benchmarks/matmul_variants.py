@@ -90,6 +90,11 @@ VARIANTS = {
     "new_noprefetch": {"PREFETCH": False},
     "new_r4": {"R_BY_SIZE": {1: 4, 2: 4, 4: 4, 8: 4}},
     "new_nofma": {"NOFMA": True},
+    # f64 at small sizes (session 29: 256 x 256 f64 took 350-924 us)
+    "f64_pad2": {"PAD": 2},
+    "f64_pad1": {"PAD": 1},
+    "f64_nodbuf": {"DBUF": False},
+    "f64_r2": {"R_BY_SIZE": {1: 8, 2: 8, 4: 8, 8: 2}},
 }
 SIZES = [int(v) for v in os.environ.get("MMV_SIZES", "1024,2048,4096").split(",")]
 SUM_LOG = int(os.environ.get("MMV_SUM_LOG", "28"))

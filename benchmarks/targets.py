@@ -145,6 +145,7 @@ class BackendTarget(Target):
             self.device = _backend_device(backend)
         if self.want_device_arrays and not _takes_device_arrays():
             self.note = "transfers included (this Wrapper has no device_arrays)"
+        self._wrapper_note = self.note      # the note of every row; prepare adds its own
 
     def wrapper(self, bench, path=None, module=None):
         from pyshark import CompileError
@@ -154,7 +155,8 @@ class BackendTarget(Target):
             try:
                 w, self.resident = _make_wrapper(self.backend, self.want_device_arrays)
                 if self.want_device_arrays and not self.resident:
-                    self.note = "transfers included (this Wrapper has no device_arrays)"
+                    self.note = self._wrapper_note = ("transfers included (this Wrapper has "
+                                                      "no device_arrays)")
                 w.add_source_file(path or bench.path)
                 w.compile_and_load()
                 # a tiered compile (cpu) runs quick code until its optimised
@@ -174,6 +176,7 @@ class BackendTarget(Target):
     def prepare(self, bench, args):
         w = self.wrapper(bench)
         fn = getattr(w, bench.entry)
+        self.note = self._wrapper_note      # not the previous row's
         if not self.resident:
             return lambda: fn(*args)     # host arrays in, host arrays out: complete on return
         try:
@@ -196,7 +199,9 @@ class BackendTarget(Target):
         upload = _class_method(w, "to_device")
         if upload is not None:
             return upload(a)
-        kind = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32"}.get(a.dtype)
+        kind = {np.dtype(np.float32): "f32", np.dtype(np.int32): "i32",
+                np.dtype(np.float64): "f64", np.dtype(np.int64): "i64",
+                np.dtype(np.uint8): "u8"}.get(a.dtype)
         if kind is None or a.ndim not in (1, 2):
             raise Skip(f"no device copy entry for a {a.ndim}-d {a.dtype} input")
         copies = self.wrapper(None, DEVICE_COPY, "device_copy")

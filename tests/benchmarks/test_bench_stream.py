@@ -356,3 +356,32 @@ def test_the_gpu_goals_table():
     assert goals["nbody"][4].startswith("met")
     assert goals["every program"][4] == "met"
     assert report.gpu_goals(info, [r for r in rows if r["kind"] == "backend"]) == []
+
+
+def test_device_inputs_of_every_benchmark_dtype_and_a_fresh_note_per_row(monkeypatch):
+    """The copy entries of programs/device_copy.py cover f32, i32, f64, i64
+    and u8 in rank 1 and 2 (matmul_f64's f64 matrices were timed with their
+    transfers); a row whose inputs could not go to the device says so, and
+    the next row does not inherit that note."""
+    from pyshark.wrapper import available_backends
+    if "opencl" not in available_backends():
+        pytest.skip("opencl unavailable")
+    target = targets.BackendTarget("opencl")
+    bench = suite.BY_NAME["matmul_f64"]
+    args = bench.make_inputs("tiny", 7)
+    w = target.wrapper(bench)
+    for a in (np.arange(6.0).reshape(2, 3), np.arange(5, dtype=np.int64),
+              np.arange(6, dtype=np.uint8).reshape(3, 2), np.arange(3, dtype=np.float64)):
+        d = target.to_device(w, a)
+        assert not isinstance(d, np.ndarray)
+        np.testing.assert_array_equal(targets.device_to_host(d), a)
+
+    def no_device(w, a):
+        raise targets.Skip("no device copy entry (test)")
+    monkeypatch.setattr(target, "to_device", no_device)
+    target.prepare(bench, args)
+    assert "transfers included" in target.note
+    monkeypatch.undo()
+    call = target.prepare(bench, args)
+    assert target.note == ""
+    np.testing.assert_allclose(targets.host_value(call, call()), args[0] @ args[1], rtol=1e-12)
