@@ -413,19 +413,24 @@ class _Simplifier:
         return hit is not None and hit[0] is stm and hit[1]
 
     def dce(self, b: ir.Body) -> ir.Body:
+        """b without its dead statements; self.refs is then every name the
+        pruned b references (nested bodies included: prune gathers them as
+        it prunes, so no body is walked again for each body around it)."""
         live = uses(b.result)
         out = []
         for stm in reversed(b.stms):
             if not any(v.name in live for v in stm.pat) and self.is_safe(stm):
                 continue
             stm = self.prune(stm, live)
-            live |= uses(stm.exp)
+            live |= self.refs
             out.append(stm)
         out.reverse()
+        self.refs = live
         return ir.Body(tuple(out), b.result)
 
     def prune(self, stm: ir.Let, live: set) -> ir.Let:
-        """stm without its unused Map/If results, its nested bodies pruned."""
+        """stm without its unused Map/If results, its nested bodies pruned;
+        self.refs is then every name its expression references."""
         e, pat = stm.exp, stm.pat
         keep = [i for i, v in enumerate(pat) if v.name in live]
         if e.__class__ is ir.Map and len(keep) < len(pat):
@@ -441,7 +446,19 @@ class _Simplifier:
             e = ir.If(e.cond, sub(e.then_body), sub(e.else_body),
                       tuple(e.ret[i] for i in keep))
             pat = tuple(pat[i] for i in keep)
-        e = map_exp(e, _same, self.dce)
+        refs: set = set()
+
+        def atom(a):
+            if a.__class__ is ir.Var:
+                refs.add(a.name)
+            return a
+
+        def body(b):
+            b = self.dce(b)
+            refs.update(self.refs)
+            return b
+        e = map_exp(e, atom, body)
+        self.refs = refs
         if e is stm.exp and pat is stm.pat:
             return stm
         return ir.Let(pat, e, stm.loc)
