@@ -311,7 +311,10 @@ def _h_slice(lw: Lowerer, e: ir.Slice, env, stm):
                  lw.let("so", S.b("add", src_off, S.b("mul", S.b("mul", i, step), s))),
                  lw.let("do", S.b("add", dst_off, S.b("mul", i, dst_stride))))
         lw.for_range("k", ZERO, out_shape[level], body)
-    nest(0, base_off, ZERO)
+    try:
+        nest(0, base_off, ZERO)
+    finally:
+        nest = None                     # a recursive closure is a reference cycle
     return [out]
 
 

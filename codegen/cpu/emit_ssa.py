@@ -64,7 +64,10 @@ def ssa_vars(body: K.Block, params: tuple = ()) -> frozenset:
                 visible.add(v.name)
             for sb in sub_blocks(s):
                 walk(sb, visible)
-    walk(body, set(params))
+    try:
+        walk(body, set(params))
+    finally:
+        walk = None                     # a recursive closure is a reference cycle
     return frozenset(n for n, c in count.items() if c == 1 and n not in bad)
 
 

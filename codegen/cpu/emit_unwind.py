@@ -87,30 +87,32 @@ def pointer_vars(body: K.Block, in_par: bool) -> int:
     """How many pointer variables a function declares (ParFor bodies belong
     to their own functions): the size of its table of live blocks."""
     names: set = set()
-
-    def walk(b: K.Block):
-        for s in b.stms:
-            if isinstance(s, (K.Set, K.Alloc)) and isinstance(s.var.type, K.Ptr):
-                names.add(s.var.name)
-            if isinstance(s, K.ParFor) and not in_par:
-                continue
-            for sb in K.sub_blocks(s):
-                walk(sb)
-    walk(body)
+    _pointer_names(body, in_par, names)
     return len(names)
 
 
+def _pointer_names(b: K.Block, in_par: bool, names: set) -> None:
+    for s in b.stms:
+        if isinstance(s, (K.Set, K.Alloc)) and isinstance(s.var.type, K.Ptr):
+            names.add(s.var.name)
+        if isinstance(s, K.ParFor) and not in_par:
+            continue
+        for sb in K.sub_blocks(s):
+            _pointer_names(sb, in_par, names)
+
+
 def allocates(body: K.Block, in_par: bool) -> bool:
-    def walk(b: K.Block) -> bool:
-        for s in b.stms:
-            if isinstance(s, K.Alloc):
-                return True
-            if isinstance(s, K.ParFor) and not in_par:
-                continue
-            if any(walk(sb) for sb in K.sub_blocks(s)):
-                return True
-        return False
-    return walk(body)
+    """Whether the function allocates (ParFor bodies, outside one, belong to
+    their own functions). (Module functions, not recursive closures: see
+    docs/decisions.md, "Tiered compilation", on reference cycles.)"""
+    for s in body.stms:
+        if isinstance(s, K.Alloc):
+            return True
+        if isinstance(s, K.ParFor) and not in_par:
+            continue
+        if any(allocates(sb, in_par) for sb in K.sub_blocks(s)):
+            return True
+    return False
 
 
 class Runtime:

@@ -98,11 +98,7 @@ def direct_only(body: K.Block, cls: set) -> bool:
     Load/Store, as one side of a CopyMem, in copies among themselves (and in
     their Alloc and Free): then their elements can be interleaved."""
     def expr_ok(e: K.Expr) -> bool:
-        if isinstance(e, K.KVar):
-            return e.name not in cls
-        if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar) and e.ptr.name in cls:
-            return expr_ok(e.index)
-        return all(expr_ok(c) for c in K.children(e))
+        return _expr_ok(e, cls)
 
     def mine(e) -> bool:
         return isinstance(e, K.KVar) and e.name in cls
@@ -126,6 +122,15 @@ def direct_only(body: K.Block, cls: set) -> bool:
         if not all(expr_ok(e) for e in K.stm_exprs(s)):
             return False
     return True
+
+
+def _expr_ok(e: K.Expr, cls: set) -> bool:
+    """e reads the pointers of `cls` only as a Load's pointer."""
+    if isinstance(e, K.KVar):
+        return e.name not in cls
+    if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar) and e.ptr.name in cls:
+        return _expr_ok(e.index, cls)
+    return all(_expr_ok(c, cls) for c in K.children(e))
 
 
 _INTERLEAVE_STMS = (K.Set, K.Store, K.If, K.For, K.While, K.Fail, K.Alloc, K.Free, K.CopyMem)

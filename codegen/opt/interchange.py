@@ -392,7 +392,10 @@ def _vars_of(e: ir.Loop):
         elif hasattr(x, "__dataclass_fields__"):
             for f in x.__dataclass_fields__:
                 visit(getattr(x, f))
-    visit(e.body)
+    try:
+        visit(e.body)
+    finally:
+        visit = None                    # a recursive closure is a reference cycle
     return list(seen.values())
 
 

@@ -305,7 +305,10 @@ def translate_compare(ctx: Ctx, node: cst.Comparison) -> ScalarV:
         if i + 1 == len(node.comparisons):
             return r
         return lazy_bool(c, r, "land", lambda c2: chain(c2, right, t.comparator, i + 1), node)
-    return chain(ctx, left, node.left, 0)
+    try:
+        return chain(ctx, left, node.left, 0)
+    finally:
+        chain = None                    # a recursive closure is a reference cycle
 
 
 def translate_ifexp(ctx: Ctx, node: cst.IfExp) -> Value:

@@ -44,3 +44,43 @@ def test_a_compile_leaves_little_cyclic_garbage(program, quick):
             gc.enable()
     # 372,000 (LocVolCalib), 66,000 (srad) before; about 2,000 and 1,000 now
     assert left < 8000, f"{left} objects were left for the cyclic collector"
+
+
+def _recursive_closures_left_standing(root) -> list[str]:
+    """Nested functions of the compiler's sources that call themselves (a
+    reference cycle through their closure cell) and whose enclosing
+    function does not set their name to None in a `finally`."""
+    import ast
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            broken = {t.id for node in ast.walk(fn) if isinstance(node, ast.Try)
+                      for st in node.finalbody for a in ast.walk(st)
+                      if isinstance(a, ast.Assign) and isinstance(a.value, ast.Constant)
+                      and a.value.value is None
+                      for t in a.targets if isinstance(t, ast.Name)}
+            for inner in fn.body:
+                if not isinstance(inner, ast.FunctionDef):
+                    continue
+                calls_itself = any(isinstance(n, ast.Name) and n.id == inner.name
+                                   and isinstance(n.ctx, ast.Load) for n in ast.walk(inner))
+                if calls_itself and inner.name not in broken:
+                    out.append(f"{path}:{inner.lineno} {fn.name}.<locals>.{inner.name}")
+    return out
+
+
+def test_the_compilers_recursive_closures_break_their_cycles():
+    """The rule of docs/decisions.md ("Tiered compilation"): a recursive walk
+    in the compiler is a module function, or its enclosing function sets its
+    name to None in a `finally` once done."""
+    from pathlib import Path
+
+    import pyshark
+    import pyshark.codegen
+    roots = [Path(pyshark.codegen.__file__).parent, Path(pyshark.__file__).parent / "translate",
+             Path(pyshark.__file__).parent / "core"]
+    left = [x for r in roots for x in _recursive_closures_left_standing(r)]
+    assert left == [], left
