@@ -78,11 +78,10 @@ class GluePart(str):
 
 
 def split_module(module: ir.Module, entries: list[str], parts: int = 2,
-                 min_size: int = 400, glue_part: bool = True) -> list[str]:
-    """The module's text in up to `parts` parts (see the module docstring);
-    one part when it has one unit, or under `min_size` instructions. With
-    `glue_part`, the `optnone` glue entries go to one more part of their
-    own, a GluePart, after the others."""
+                 min_size: int = 400) -> list[str]:
+    """The module's text in up to `parts` parts (see the module docstring),
+    and the `optnone` glue entries in one more, a GluePart, after them; one
+    part when it has one unit, or under `min_size` instructions."""
     units: dict[str, list] = {e: [] for e in entries}
     host_of: dict[str, str] = {}            # a glue entry's ParFor unit -> the entry
     glue = {e for e in entries
@@ -102,12 +101,11 @@ def split_module(module: ir.Module, entries: list[str], parts: int = 2,
             if unit is not None:
                 units[unit].append(v)
     sizes = {e: sum(_size(f) for f in fs) for e, fs in units.items()}
-    cold = {e for e in glue if sizes[e] > 0} if glue_part else set()
+    cold = {e for e in glue if sizes[e] > 0}
     hot = [e for e in units if e not in cold]
     parts = min(parts, sum(1 for e in hot if sizes[e] > 0))
     if parts + bool(cold) < 2 or sum(sizes.values()) < min_size:
         return [str(module)]
-    parts = max(parts, 1)
     load = [0.0] * parts
     owner: dict[str, int] = {}
     unit_part: dict[str, int] = {}

@@ -60,6 +60,18 @@ def check_same(before: ir.Program, after: ir.Program, name: str, *arg_lists) -> 
         assert same_outcome(a, b), f"{name}{args}: before {a}, after {b}"
 
 
+def before_and_after_hoist(source: str, filename: str) -> tuple[ir.Program, ir.Program]:
+    """The translated source through every core pass before hoist, and
+    then through hoist (type checked): the pair hoist's tests compare."""
+    from pyshark.codegen.opt.hoist import hoist_invariants
+    from pyshark.codegen.pipeline import PASSES, optimise
+    from pyshark.translate import translate_source
+    before = optimise(translate_source(source, filename), passes=PASSES[:-1])
+    after = hoist_invariants(before)
+    check_program(after)
+    return before, after
+
+
 def entry_for(f: ir.FunDef, *stypes, ret) -> ir.Entry:
     """An Entry for FunDef f with the given surface types."""
     return ir.Entry(f.name, tuple(ir.EntryParam(f"p{i}", st) for i, st in enumerate(stypes)),
@@ -69,4 +81,4 @@ def entry_for(f: ir.FunDef, *stypes, ret) -> ir.Entry:
 __all__ = ["BOOL", "F32", "F64", "I8", "I16", "I32", "I64", "U8", "U16", "U32", "U64",
            "ArrayType", "B", "Ctx", "LOC", "arr", "c", "fun", "ir", "prog", "check_program",
            "run_function", "iter_stms", "stms", "all_stms", "outcome", "same_outcome",
-           "check_same", "entry_for", "SArray", "SScalar", "np"]
+           "check_same", "before_and_after_hoist", "entry_for", "SArray", "SScalar", "np"]

@@ -7,13 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opt_build import same_outcome
+from opt_build import before_and_after_hoist, same_outcome
 from pyshark.codegen.opt.hoist import hoist_invariants
-from pyshark.codegen.pipeline import PASSES, optimise
+from pyshark.codegen.pipeline import PASSES
 from pyshark.core import ir
-from pyshark.core.check import check_program
 from pyshark.core.interp import run_entry
-from pyshark.translate import translate_source
 
 SRC = '''
 import pyshark.prelude as ps
@@ -43,11 +41,7 @@ def two_levels(a: M, b: ps.Array[ps.f32]) -> M:
 
 
 def _programs():
-    p = translate_source(SRC, "hoist_cases.py")
-    before = optimise(p, passes=PASSES[:-1])
-    after = hoist_invariants(before)
-    check_program(after)
-    return before, after
+    return before_and_after_hoist(SRC, "hoist_cases.py")
 
 
 def _inside_maps(fun: ir.FunDef, cls) -> int:

@@ -9,15 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from opt_build import check_same
+from opt_build import before_and_after_hoist, check_same
 from pyshark import Wrapper
 from pyshark.wrapper import available_backends
-from pyshark.codegen.opt.hoist import hoist_invariants
-from pyshark.codegen.pipeline import PASSES, optimise
 from pyshark.core import ir
-from pyshark.core.check import check_program
 from pyshark.core.traverse import iter_stms
-from pyshark.translate import translate_source
 
 SRC = '''
 import pyshark.prelude as ps
@@ -60,11 +56,7 @@ def width_from_x(xs: ps.Array[int], k: ps.f32) -> F:
 
 @pytest.fixture(scope="module")
 def programs():
-    p = translate_source(SRC, "tables_cases.py")
-    before = optimise(p, passes=PASSES[:-1])
-    after = hoist_invariants(before)
-    check_program(after)
-    return before, after
+    return before_and_after_hoist(SRC, "tables_cases.py")
 
 
 def _tables_before_the_map(fun: ir.FunDef) -> list:
