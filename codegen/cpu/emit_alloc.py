@@ -16,16 +16,14 @@ _MADV_HUGEPAGE = 14
 # fresh result is a new mapping whose pages the kernel faults in and zeroes
 # on first touch (a 64 MiB saxpy result: 32 huge-page faults, ~12 ms of
 # kernel time, more than the kernel's own 8 ms of streaming), and free()
-# unmaps it again. glibc caps the mmap threshold at 32 MiB, so the
-# allocation turns mmap off (M_MMAP_MAX = 0) around its own call and
-# restores glibc's default after; the heap's top is trimmed only beyond
-# _KEEP_MAPPED bytes of free memory (M_TRIM_THRESHOLD, process-wide). The
-# cost: freed large blocks stay in the process (reused by the next large
-# allocation, ours or numpy's) instead of going back to the system at once.
-_M_TRIM_THRESHOLD = -1
+# unmaps it again. runtime.keep_heap (called when a module loads) keeps
+# blocks under 32 MiB in the heap and the heap's top untrimmed; glibc caps
+# the mmap threshold at 32 MiB, so for larger blocks the allocation turns
+# mmap off (M_MMAP_MAX = 0) around its own call and restores glibc's default
+# after. The cost: freed large blocks stay in the process (reused by the
+# next large allocation, ours or numpy's) instead of going back at once.
 _M_MMAP_MAX = -4
 _DEFAULT_MMAP_MAX = 65536
-_KEEP_MAPPED = 1 << 30
 MIN_ALLOC_ELEMS = 1
 # Staggered large blocks are padded by STAGGER bytes, so that blocks of one
 # size allocated one after another start about 1 KiB apart modulo the page
@@ -104,9 +102,8 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     b.branch(got_bb)
     b.position_at_end(huge_bb)
     # from the heap, not a fresh mapping: a freed block stays mapped and the
-    # next one reuses it without page faults (see _KEEP_MAPPED)
+    # next one reuses it without page faults (runtime.keep_heap)
     mallopt = decls.get("mallopt", _I32, [_I32, _I32])
-    b.call(mallopt, [_I32(_M_TRIM_THRESHOLD), _I32(_KEEP_MAPPED)])
     b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
     aligned_alloc = decls.get("aligned_alloc", _PTR, [_I64, _I64])
     madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])

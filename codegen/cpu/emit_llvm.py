@@ -36,7 +36,7 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   can make it an aligned vector store (see there).
 - Alloc: malloc(max(count, 1) * size) (16-byte aligned); from 4 MiB on
   aligned_alloc(2 MiB, ...) from the heap (mmap off around the call, see
-  emit_alloc._KEEP_MAPPED) and madvise(MADV_HUGEPAGE), as numpy does; a
+  emit_alloc.py and runtime.keep_heap) and madvise(MADV_HUGEPAGE), as numpy does; a
   size that overflows or a NULL result is `Fail("MemoryError",
   ALLOC_FAIL_MESSAGE, (count, elem_size))`; all of it in one noinline
   `pyshark.alloc` per module (emit_alloc.py: an Alloc is a call and a null

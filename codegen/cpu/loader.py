@@ -11,13 +11,14 @@ import ctypes
 from pathlib import Path
 from typing import Union
 
-from .runtime import BINARY_MAGIC, Library, looks_like_ir, quiet_gomp_spin
+from .runtime import BINARY_MAGIC, Library, keep_heap, looks_like_ir, quiet_gomp_spin
 
 
 def load_library(path_or_ir: Union[str, Path]) -> Library:
     """Load what `optimise_and_build` wrote (a .so, or IR text when there was
     no C compiler), or JIT LLVM IR text given directly."""
     quiet_gomp_spin()
+    keep_heap()
     if looks_like_ir(path_or_ir):
         from .link import jit_library
         return jit_library(path_or_ir, optimise=True)

@@ -104,6 +104,51 @@ def quiet_gomp_spin() -> None:
     os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
 
 
+#: glibc mallopt parameters (malloc.h) and what keep_heap sets them to.
+M_TRIM_THRESHOLD = -1
+M_MMAP_THRESHOLD = -3
+KEEP_MAPPED = 1 << 30          # free memory the heap's top keeps before it is trimmed
+HEAP_UP_TO = 32 << 20          # blocks below this come from the heap (glibc's largest
+                               # dynamic mmap threshold); larger ones: emit_alloc.py
+_GLIBC_KNOBS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP_PAD_",
+                "MALLOC_MMAP_MAX_")
+_heap_kept = False
+
+
+def keep_heap() -> bool:
+    """Makes glibc's malloc keep freed blocks of up to HEAP_UP_TO bytes in
+    the heap, so that a compiled call's fresh grids reuse mapped pages.
+
+    Why: glibc serves a block of 128 KiB or more by mmap until one such
+    block has been freed (its dynamic threshold then rises), trims the
+    heap's top once 2x that threshold is free, and freezes the threshold at
+    whatever it is when any mallopt runs (emit_alloc's large-block path
+    calls one). An iterated stencil allocates one grid per step and frees
+    the last: depending on the process's history that was a page fault per
+    4 KiB of every grid (trimming) or a fresh mmap and munmap per step (a
+    TLB shootdown on every core of the team): hotspot_rodinia at 512^2 x 20
+    took 1.25 ms in a fresh process, 7.0 ms once a 4 MiB block had been
+    allocated first, 0.59 ms with the heap kept (2-core Zen 5; docs/
+    cpu-backend.md, "Memory"). Called before the first compiled module
+    loads; process-wide, as numpy's allocations share the heap. A user's
+    MALLOC_*_ variables or glibc.malloc tunables are left to rule, as is
+    PYSHARK_KEEP_HEAP=0. Returns whether the settings were made."""
+    global _heap_kept
+    if _heap_kept:
+        return True
+    if (os.environ.get("PYSHARK_KEEP_HEAP") == "0" or any(k in os.environ for k in _GLIBC_KNOBS)
+            or "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", "")):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):       # not glibc: its own allocator's policy rules
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    _heap_kept = bool(mallopt(M_MMAP_THRESHOLD, HEAP_UP_TO)) and bool(
+        mallopt(M_TRIM_THRESHOLD, KEEP_MAPPED))
+    return _heap_kept
+
+
 def omp_max_threads() -> int:
     """libgomp's omp_get_max_threads() (1 without libgomp: the sequential
     stand-in of link.py)."""

@@ -306,7 +306,7 @@ def test_out_of_range_float_to_int_conversions_match_python_mode(tmp_path):
 
 def test_large_results_reuse_freed_memory_without_page_faults(tmp_path):
     # a large block comes from the heap and stays mapped when numpy frees it,
-    # so the next call's result costs no page faults (emit_alloc._KEEP_MAPPED)
+    # so the next call's result costs no page faults (runtime.keep_heap)
     import resource
     w = wrapper(SAXPY, tmp_path)
     xs = np.ones(1 << 23, np.float32)           # 32 MiB results
@@ -318,6 +318,50 @@ def test_large_results_reuse_freed_memory_without_page_faults(tmp_path):
         del ys
     faults = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 10
     assert faults < 4, faults          # a fresh mapping: 16 huge pages or 8192 pages
+
+
+STEPS = """
+import pyshark.prelude as ps
+
+@ps.entry
+def steps(n: int, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+    for _ in range(n):
+        xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
+    return xs
+"""
+
+_FRESH_PROCESS = r"""
+import resource, sys
+import numpy as np
+from pyshark import Wrapper
+w = Wrapper("cpu", cache_dir=sys.argv[2]).add_source_file(sys.argv[1]).compile_and_load()
+if hasattr(type(w), "wait_optimised"):
+    w.wait_optimised()
+if sys.argv[3] == "big-first":
+    w.steps(1, np.ones(1 << 21, np.float32))        # one 8 MiB block first
+xs = np.ones(1 << 18, np.float32)                   # 1 MiB grids, one per step
+w.steps(20, xs)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+for _ in range(5):
+    w.steps(20, xs)
+print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 5)
+"""
+
+
+@pytest.mark.parametrize("history", ["fresh", "big-first"])
+def test_mid_size_grids_of_a_fresh_process_reuse_the_heap(tmp_path, history):
+    # a loop allocating a 1 MiB grid per step and freeing the last: glibc
+    # serves such blocks by mmap until its threshold rises, trims the heap's
+    # top, and freezes the threshold when a large block's mallopt runs first;
+    # runtime.keep_heap keeps them in the heap, so the steps fault no pages
+    # (without it: ~250 faults a step fresh, a mapping a step after a large block)
+    src = tmp_path / "steps.py"
+    src.write_text(STEPS)
+    out = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(src), str(tmp_path / "c"),
+                          history], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    faults = float(out.stdout.split()[-1])
+    assert faults < 40, faults         # 20 steps: not one grid's worth of pages
 
 
 def test_c_api_context_and_error_text(tmp_path):
