@@ -36,6 +36,7 @@ from .kir_passes.in_place import rows_in_place
 from .kir_passes.jam_while import jam_while_loops
 from .kir_passes.memory import hoist_allocations
 from .kir_passes.scratch import chunk_scratch
+from .kir_passes.parallel_copy import parallel_copies
 from .kir_passes.simd_interchange import simd_interchange
 from .kir_passes.split import split_index_sets
 from .kir_passes.tile_steps import tile_steps
@@ -86,7 +87,7 @@ CONTRACT: Stage = ("contract", contract_products)
 #: the quick tier of a tiered compile leaves them out (docs/cpu-backend.md,
 #: "Tiered compilation"), every other pass it keeps
 SPEED_ONLY = ("simd-interchange", "split", "jam-while", "chunk-scratch", "tile-steps",
-              "stream-stores")
+              "parallel-copies", "stream-stores")
 
 
 def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
@@ -107,7 +108,7 @@ def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
     mc = ([("rows-in-place", rows_in_place), ("simd-interchange", simd_interchange)] + stages
           + [("split", split_index_sets), ("jam-while", jam_while_loops),
              ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
-             ("stream-stores", stream_stores), CONTRACT])
+             ("parallel-copies", parallel_copies), ("stream-stores", stream_stores), CONTRACT])
     return [s for s in mc if s[0] not in SPEED_ONLY] if quick else mc
 
 

@@ -243,6 +243,22 @@ def test_cpu_interior_is_straight_line():
     assert n_par >= 4                    # three row pieces + the fallback (per version)
 
 
+def test_cpu_row_pieces_are_one_region():
+    """The pieces of a ParFor over rows (its iterations loop) are one ParFor
+    that picks the piece per row, not a ParFor per piece (one fork and join
+    per step of a stencil, and no boundary strip run by the calling thread
+    alone while the team waits)."""
+    f = _fn(_kernels(), "hotspot")
+    guarded = [s for s in K.walk_stms(f.body) if isinstance(s, K.If)
+               and any(isinstance(t, K.ParFor) for t in s.then.stms)]
+    assert guarded                                  # the split version, the original its else
+    for g in guarded:
+        pars = [t for t in g.then.stms if isinstance(t, K.ParFor)]
+        assert len(pars) == 1
+        (first,) = [t for t in pars[0].body.stms if not isinstance(t, K.Set)][:1]
+        assert isinstance(first, K.If)              # if r < a {top} elif r < b {interior} else {bottom}
+
+
 def test_opencl_rows_are_split_when_asked():
     """The gpu pipeline leaves the stage out (more launches: slower on the
     H200, docs/opencl-backend.md); the pass still splits a gpu target's

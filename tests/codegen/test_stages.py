@@ -24,7 +24,7 @@ TARGETS = {"cpu": dict(target=None), "kir": dict(target=None, par_min=4),
 CPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "interchange", "lower", "rows-in-place", "simd-interchange", "hoist-allocations", "split",
              "jam-while",
-             "chunk-scratch", "tile-steps", "stream-stores", "contract"]
+             "chunk-scratch", "tile-steps", "parallel-copies", "stream-stores", "contract"]
 GPU_NAMES = ["empty-shapes", "inline", "simplify", "cse", "fuse", "simplify-after-fuse", "hoist",
              "flatten", "simplify-after-flatten", "lower", "hoist-allocations",
              "expand-allocations",
