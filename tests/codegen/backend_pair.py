@@ -24,3 +24,18 @@ def python_and(backend: str, source: str, tmp_path_factory, name: str) -> list:
         w.add_source_file(src)
         out.append(w.compile_and_load())
     return out
+
+
+#: a loop that allocates a fresh array per step and frees the last one; its
+#: initial value is the caller's array (copied in) and its result is copied
+#: out (the heap's reuse: cpu/test_backend.py; the team's copies:
+#: test_parallel_copy.py)
+STEP_LOOP = """
+import pyshark.prelude as ps
+
+@ps.entry
+def steps(k: int, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
+    for _ in range(k):
+        xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
+    return xs
+"""

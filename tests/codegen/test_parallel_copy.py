@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backend_pair import python_and
+from backend_pair import STEP_LOOP, python_and
 from pyshark.codegen import kir as K
 from pyshark.codegen.kir_interp import Buffer, run_function
 from pyshark.codegen.kir_passes.parallel_copy import CHUNK_BYTES, MIN_BYTES, parallel_copies
@@ -66,15 +66,7 @@ def test_stage_is_in_the_cpu_pipeline_and_not_the_quick_tier():
     assert "parallel-copies" not in stage_names(pipeline_for(quick=True))
 
 
-LOOP = '''
-import pyshark.prelude as ps
-
-@ps.entry
-def steps(k: int, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
-    for _ in range(k):
-        xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
-    return xs
-'''
+LOOP = STEP_LOOP
 
 
 def test_loop_copies_are_parallel_in_the_kernel_ir():

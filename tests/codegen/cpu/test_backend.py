@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from pyshark import ShapeError, Wrapper
+from backend_pair import STEP_LOOP
 
 ROOT = Path(__file__).resolve().parents[3]
 SAXPY = ROOT / "examples" / "saxpy.py"
@@ -320,16 +321,6 @@ def test_large_results_reuse_freed_memory_without_page_faults(tmp_path):
     assert faults < 4, faults          # a fresh mapping: 16 huge pages or 8192 pages
 
 
-STEPS = """
-import pyshark.prelude as ps
-
-@ps.entry
-def steps(n: int, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
-    for _ in range(n):
-        xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
-    return xs
-"""
-
 _FRESH_PROCESS = r"""
 import resource, sys
 import numpy as np
@@ -356,7 +347,7 @@ def test_mid_size_grids_of_a_fresh_process_reuse_the_heap(tmp_path, history):
     # runtime.keep_heap keeps them in the heap, so the steps fault no pages
     # (without it: ~250 faults a step fresh, a mapping a step after a large block)
     src = tmp_path / "steps.py"
-    src.write_text(STEPS)
+    src.write_text(STEP_LOOP)
     out = subprocess.run([sys.executable, "-c", _FRESH_PROCESS, str(src), str(tmp_path / "c"),
                           history], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
