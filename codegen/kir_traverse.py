@@ -293,6 +293,11 @@ def rewrite_block_exprs(b: K.Block, f_expr: Callable[[K.Expr], K.Expr],
     return map_block(b, stm)
 
 
+def has_loop(b: K.Block) -> bool:
+    """Whether b contains a sequential loop (For or While), at any depth."""
+    return any(isinstance(s, (K.For, K.While)) for s in walk_stms(b))
+
+
 def has_expr(e: K.Expr, classes) -> bool:
     """Whether e or an expression inside it is an instance of `classes`."""
     return any(isinstance(x, classes) for x in walk_exprs(e))

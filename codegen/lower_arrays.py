@@ -11,7 +11,8 @@ from pyshark.core.types import ArrayType, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
-from .lower_base import (Arr, Delayed, DelayedGroup, Lowerer, RuleTable, has_loop, never_holds,
+from .kir_traverse import has_loop
+from .lower_base import (Arr, Delayed, DelayedGroup, Lowerer, RuleTable, never_holds,
                          shape_size)
 from .usage import free_vars
 

@@ -50,7 +50,7 @@ from . import kir as K
 from . import par_work
 from . import scalar as S
 from .bounds import Facts
-from .kir_traverse import map_expr
+from .kir_traverse import has_loop, map_expr
 from .target import MULTICORE, Target
 from .usage import live_after, use_counts
 
@@ -721,10 +721,6 @@ def never_holds(c: K.Expr) -> bool:
         return not {"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y,
                     "gt": x > y, "ge": x >= y}[c.op]
     return False
-
-
-def has_loop(b: K.Block) -> bool:
-    return any(isinstance(s, (K.For, K.While)) for s in K.walk_stms(b))
 
 
 def shape_size(shape) -> K.Expr:

@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import kir as K
+from ..kir_traverse import has_loop
 from .emit_llvm import FnEmitter
 from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
                          elem_size, mem_type, reg_type, streaming_fence)
@@ -170,10 +171,6 @@ def _loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn)
     k.add_incoming(nxt, b.block)
     b.branch(head)
     b.position_at_end(done)
-
-
-def _has_loop(body: K.Block) -> bool:
-    return any(isinstance(st, (K.For, K.While)) for st in K.walk_stms(body))
 
 
 def _alignment(s: K.ParFor) -> int:
@@ -345,7 +342,7 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     bem.ssa = ssa_vars(s.body, tuple(v.name for v in caps) + (s.var.name,))
     bem.unwind = Unwinder(bem, s.body, entry=False)
     bem.unwind.fence = bool(nontemporal_stores(s.body))
-    loops = _has_loop(s.body)
+    loops = has_loop(s.body)
     for v, a in zip(caps, bfn.args[1:-2]):
         a.name = v.name
         if isinstance(v.type, K.Ptr):
@@ -401,7 +398,7 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     b.cbranch(b.icmp_signed(">", nt, I64(1)), team_bb, seq_bb)
     b.position_at_end(team_bb)
     slot = alloca(host.alloca_builder, data_ty, name=stem + ".data")
-    blk = block_size(b, count, nt, _alignment(s), _has_loop(s.body))
+    blk = block_size(b, count, nt, _alignment(s), has_loop(s.body))
     counters, slots, nblocks = _counters(host, team, count, blk)
     for j, v in enumerate([host.ctx, count, counters, blk, slots, nblocks] + cap_vals):
         b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))

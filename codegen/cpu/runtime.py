@@ -128,7 +128,7 @@ def keep_heap() -> bool:
     4 KiB of every grid (trimming) or a fresh mmap and munmap per step (a
     TLB shootdown on every core of the team): hotspot_rodinia at 512^2 x 20
     took 1.25 ms in a fresh process, 7.0 ms once a 4 MiB block had been
-    allocated first, 0.59 ms with the heap kept (2-core Zen 5; docs/
+    allocated first, 0.54-0.59 ms with the heap kept (2-core Zen 5; docs/
     cpu-backend.md, "Memory"). Called before the first compiled module
     loads; process-wide, as numpy's allocations share the heap. A user's
     MALLOC_*_ variables or glibc.malloc tunables are left to rule, as is

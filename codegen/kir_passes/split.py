@@ -58,7 +58,7 @@ from typing import Optional
 from pyshark.core.types import BOOL, I64
 
 from .. import kir as K
-from ..kir_traverse import binders, map_block, map_expr, map_stm, walk_stms
+from ..kir_traverse import binders, has_loop, map_block, map_expr, map_stm, walk_stms
 
 _SUFFIX = re.compile(r"(_[sabpf][0-9]+)+$")
 BIG = 1 << 60          # the run-time assumption's bound on every symbol
@@ -581,7 +581,7 @@ class Splitter:
             rest = (len(spec) - 1 - k) * (1 + kept) if kept else 0
             if _size(K.Block(tuple(out))) + rest - base > budget:
                 raise _OverBudget
-        if par and not flat and _loops(s.body):
+        if par and not flat and has_loop(s.body):
             n_sets = len(out) - sum(len(got) for _, _, got in made)
             return out[:n_sets] + [self.one_region(s, made)]
         return out
@@ -602,15 +602,14 @@ class Splitter:
         q = self.fresh(s.var, "q")
         chain: Optional[K.Block] = None
         for start, end, got in reversed(made):
-            if not got:
-                continue
-            (pf,) = got
-            body = K.Block((K.Set(pf.var, K.Bin("sub", q, start)),) + pf.body.stms)
+            # a piece that folded to nothing still owns its rows: they do nothing
+            body = (K.Block((K.Set(got[0].var, K.Bin("sub", q, start)),) + got[0].body.stms)
+                    if got else K.Block(()))
             if chain is None:
                 chain = body
             else:
                 chain = K.Block((K.If(K.Bin("lt", q, end), body, chain),))
-        return K.ParFor(q, s.count, chain or K.Block(()), s.parallel_if, s.group_size)
+        return K.ParFor(q, s.count, chain, s.parallel_if, s.group_size)
 
     def piece(self, s, env: Env, watch, lo, hi, start, end, lows, highs, flat, wide) -> list:
         par = isinstance(s, K.ParFor)
@@ -752,10 +751,6 @@ class Splitter:
         m = self.renaming(f.body, "f")
         m[f.var.name] = self.fresh(f.var, "f")
         return K.rename_block(K.Block((f,)), m).stms[0]
-
-
-def _loops(b: K.Block) -> bool:
-    return any(isinstance(t, (K.For, K.While)) for t in walk_stms(b))
 
 
 def _fallback_version(s: K.If) -> bool:

@@ -301,3 +301,27 @@ def test_growth_stays_within_the_budget(budget):
     if budget:
         assert grown >= size(split_function(f, budget // 2)) - size(f) >= 0
     K.check_module(K.Module([split_function(f, budget)], list(m.messages)))
+
+
+def test_one_region_keeps_the_rows_of_a_piece_that_folds_to_nothing():
+    """parfor r in 0..n { if r == 0 {} else { for c: out[r*m + c] = r } }:
+    the r == 0 piece folds to nothing; in the one region its row must still
+    do nothing, not run the next piece's body with r = -1."""
+    from pyshark.codegen.kir_interp import Buffer, run_function
+    from pyshark.core.types import F64, I64
+    r, c, n, m = (K.KVar(x, I64) for x in "rcnm")
+    out = K.KVar("out", K.Ptr(F64))
+    row = K.For(c, K.KConst(0, I64), m, K.Block((
+        K.Store(out, K.Bin("add", K.Bin("mul", r, m), c), K.Cast(F64, r)),)))
+    body = K.Block((K.If(K.Bin("eq", r, K.KConst(0, I64)), K.Block(()), K.Block((row,))),))
+    f = K.Function("f", (n, m, out), K.Block((K.ParFor(r, n, body),)))
+    g = split_index_sets(K.Module([f]))
+    K.check_module(g)
+    pars = [s for s in K.walk_stms(g.functions[0].body) if isinstance(s, K.ParFor)]
+    assert any(isinstance(p.body.stms[0], K.If) and p.var.name != "r" for p in pars)   # split, one region
+    for rows in (0, 1, 2, 5):
+        got = np.full(rows * 3, -1.0)
+        run_function(g, "f", [np.int64(rows), np.int64(3), Buffer(got)])
+        want = np.repeat(np.arange(rows, dtype=np.float64), 3)
+        want[:3] = -1.0
+        assert np.array_equal(got, want[:rows * 3]), rows
