@@ -84,10 +84,14 @@ class Facts:
         if parent is None:
             self.lens: ChainMap = ChainMap()
             self.nonneg: ChainMap = ChainMap()
+            self.conds: ChainMap = ChainMap()     # bool name -> ("eq"|"land", x, y)
+            self.equal: ChainMap = ChainMap()     # (key, key) -> True after an assert
             self.resolve = resolve
         else:
             self.lens = parent.lens.new_child()
             self.nonneg = parent.nonneg.new_child()
+            self.conds = parent.conds.new_child()
+            self.equal = parent.equal.new_child()
             self.resolve = parent.resolve
 
     def child(self, resolve: Optional[Callable[[ir.Atom], ir.Atom]] = None) -> "Facts":
@@ -111,6 +115,15 @@ class Facts:
         n = self.length(arr.name, 0)
         return n is not None and same_atom(n, self.resolve(width))
 
+    def same_value(self, a: ir.Atom, b: ir.Atom) -> bool:
+        """a and b are the same atom, or an assert that they are equal (of
+        integers) has passed."""
+        a, b = self.resolve(a), self.resolve(b)
+        if same_atom(a, b):
+            return True
+        ka, kb = atom_key(a), atom_key(b)
+        return (ka, kb) in self.equal or (kb, ka) in self.equal
+
     def widths_ok(self, width: ir.Atom, arrs) -> bool:
         """Every array provably has length `width` (so a width check passes)."""
         return all(self.has_length(a, width) for a in arrs)
@@ -130,11 +143,28 @@ class Facts:
         for d in range(start, dst.type.rank):
             self.set_length(dst.name, d, self.length(src.name, d + shift))
 
+    def _holds(self, c: ir.Atom, depth: int = 0) -> None:
+        """Records the equalities the true bool c implies (an assert passed)."""
+        d = self.conds.get(c.name) if c.__class__ is ir.Var and depth < 8 else None
+        if d is None:
+            return
+        op, x, y = d
+        if op == "land":
+            self._holds(x, depth + 1)
+            self._holds(y, depth + 1)
+        else:
+            self.equal[(atom_key(self.resolve(x)), atom_key(self.resolve(y)))] = True
+
     def record(self, stm: ir.Let) -> None:
         """Adds what holds once stm has run without raising."""
         e, pat = stm.exp, stm.pat
         cls = e.__class__
-        if cls is ir.Size:
+        if cls is ir.BinOp:
+            if e.op == "land" or e.op == "eq" and e.x.type.is_int:
+                self.conds[pat[0].name] = (e.op, e.x, e.y)
+        elif cls is ir.Assert:
+            self._holds(e.cond)
+        elif cls is ir.Size:
             self.set_nonneg(pat[0].name)
             self.set_length(e.arr.name, e.dim, pat[0])
         elif cls in (ir.Map, ir.Scan, ir.Reduce, ir.Filter):
@@ -261,6 +291,58 @@ def may_raise(e: ir.Exp, facts: Facts) -> bool:
         return body_may_raise(e.lam.body, facts.for_body(e))
     # Assert, Index, Update, Call, Reshape, Scatter, ReduceByIndex
     return True
+
+
+def raise_classes(e: ir.Exp, facts: Facts) -> Optional[frozenset]:
+    """The exception classes e may raise (empty when it provably raises
+    nothing), or None when that is not known: indexing, calls, while loops
+    (which may not terminate) and everything may_raise does not look into.
+
+    The golden rule asks for the same exception class, not the same message:
+    two computations that may each raise only ShapeError can run in either
+    order (fuse reorders a zip's length assert and a producer that way)."""
+    if not may_raise(e, facts):
+        return frozenset()
+    cls = e.__class__
+    if cls is ir.Assert:
+        return frozenset((e.error,))
+    if cls is ir.BinOp:
+        return frozenset(("ValueError" if e.op in ("pow", "power") else "ZeroDivisionError",))
+    if cls is ir.If:
+        t = body_raise_classes(e.then_body, facts.child())
+        f = body_raise_classes(e.else_body, facts.child())
+        return None if t is None or f is None else t | f
+    if cls is ir.Loop and e.form.__class__ is ir.ForLoop:
+        return body_raise_classes(e.body, facts.for_body(e))
+    if cls in (ir.Map, ir.Reduce, ir.Scan, ir.Filter):
+        inner = body_raise_classes(e.lam.body, facts.for_body(e))
+        if inner is None:
+            return None
+        if not facts.widths_ok(e.width, e.arrs) or not rows_regular(e):
+            inner = inner | {"ShapeError"}
+        return inner
+    return None
+
+
+def body_raise_classes(body: ir.Body, facts: Facts) -> Optional[frozenset]:
+    """The union of raise_classes over body's statements (facts recorded
+    along the way), or None when one is not known."""
+    out: frozenset = frozenset()
+    for stm in body.stms:
+        r = raise_classes(stm.exp, facts)
+        if r is None:
+            return None
+        out |= r
+        facts.record(stm)
+    return out
+
+
+def one_class(*classes) -> bool:
+    """Whether the known class sets together hold at most one exception
+    class (so the order in which they may raise cannot be observed)."""
+    if any(c is None for c in classes):
+        return False
+    return len(frozenset().union(*classes)) <= 1
 
 
 # ---------------------------------------------------------------------------
@@ -441,5 +523,6 @@ def consumable_names(body: ir.Body) -> set[str]:
 
 
 __all__ = ["Facts", "atom_key", "same_atom", "exp_key", "may_raise", "body_may_raise",
-           "binop_may_raise", "rows_regular", "contains_update", "alias_edges",
+           "binop_may_raise", "raise_classes", "body_raise_classes", "one_class",
+           "rows_regular", "contains_update", "alias_edges",
            "alias_closure", "consumable_names"]

@@ -22,17 +22,23 @@ All repeat to a fixpoint in every body, nested bodies first; a fused
 lambda's body is fused again (two inner maps may now meet). Map into
 reduce/scan (redomap) is left to the lowering; no new IR node is introduced.
 
-Guards, so that a fused program raises what the original raises (the class,
-at the same point; analysis.may_raise with the length facts):
-- the widths are the same atom (simplify makes `size` of equal arrays one name);
+Guards, so that a fused program raises what the original raises (the class;
+analysis.may_raise with the length facts, analysis.raise_classes where two
+errors meet: reordering errors of one class cannot be observed,
+docs/decisions.md):
+- the widths are the same atom (simplify makes `size` of equal arrays one
+  name), or equal once an assert between the two has passed (a zip's
+  length check: sgemm's sum of the product and `beta * c`);
 - no statement between the two contains an in-place update (moving a map
   across it could change what the map reads);
-- not both lambdas may raise (interleaving would change which error comes
-  first), and when the first map's lambda may raise, the second map's other
-  inputs must provably have the width's length (the fused map checks every
-  input's length before running any element);
+- not both lambdas may raise, unless both raise only one and the same class
+  (interleaving would change which error comes first), and when the first
+  map's lambda may raise, the second map's other inputs must provably have
+  the width's length (the fused map checks every input's length before
+  running any element);
 - a map that moves, unless it provably raises nothing (lambda and width
-  check), may only move across statements that cannot raise.
+  check), may only move across statements that cannot raise, or that raise
+  only the one class it may raise itself.
 """
 from __future__ import annotations
 
@@ -41,8 +47,8 @@ from typing import Optional
 from pyshark.core import ir
 from pyshark.core.empty_shapes import concat_empty_dims, concat_row_dims
 
-from .analysis import (Facts, body_may_raise, contains_update, may_raise, rows_regular,
-                       same_atom)
+from .analysis import (Facts, body_may_raise, body_raise_classes, contains_update, may_raise,
+                       one_class, raise_classes, rows_regular, same_atom)
 from .rewrite import map_exp, map_functions, subst, use_counts, uses
 from .simplify import simplify_body
 
@@ -109,6 +115,19 @@ class _Fuser:
             return True
         return body_may_raise(e.lam.body, self.facts_at(stms, k, outer).for_body(e))
 
+    def lam_classes(self, stms, k: int, outer: Facts):
+        """What lam_may_raise covers, as exception classes (None: unknown)."""
+        e = stms[k].exp
+        classes = body_raise_classes(e.lam.body, self.facts_at(stms, k, outer).for_body(e))
+        if classes is not None and not rows_regular(e):
+            classes = classes | {"ShapeError"}
+        return classes
+
+    def interleavable(self, stms, i: int, j: int, outer: Facts) -> bool:
+        """The lambdas of the maps at i and j may both raise, but only one
+        class between them: interleaving their elements cannot be observed."""
+        return one_class(self.lam_classes(stms, i, outer), self.lam_classes(stms, j, outer))
+
     def silent(self, stms, k: int, outer: Facts) -> bool:
         """Neither the width check nor the lambda of the map at k can raise."""
         return not may_raise(stms[k].exp, self.facts_at(stms, k, outer))
@@ -121,9 +140,15 @@ class _Fuser:
         if j - i <= 1 or self.silent(stms, moved, outer):
             return True
         f = self.facts_at(stms, i + 1, outer, skip=i)
+        mine = None
         for k in range(i + 1, j):
             if may_raise(stms[k].exp, f):
-                return False
+                # the same single class either way (a zip's length assert
+                # passed by its producer): the order cannot be observed
+                if mine is None:
+                    mine = raise_classes(stms[moved].exp, self.facts_at(stms, moved, outer))
+                if not one_class(mine, raise_classes(stms[k].exp, f)):
+                    return False
             f.record(stms[k])
         return True
 
@@ -152,8 +177,9 @@ class _Fuser:
     def try_vertical(self, stms, i: int, j: int, outer: Facts, counts) -> Optional[ir.Let]:
         ps, cs = stms[i], stms[j]
         p, c = ps.exp, cs.exp
-        if not same_atom(p.width, c.width):
-            return None
+        if not same_atom(p.width, c.width) and not self.facts_at(stms, j, outer).same_value(
+                p.width, c.width):
+            return None          # (equal once an assert between them has passed)
         if not rows_regular(p):
             return None          # its ShapeError would vanish with the stacking
         names = {v.name for v in ps.pat}
@@ -164,12 +190,13 @@ class _Fuser:
             return None
         if self.lam_may_raise(stms, i, outer):
             others = [a for a in c.arrs if a.name not in names]
-            if self.lam_may_raise(stms, j, outer) or not self.inputs_provable(
-                    stms, j, i, outer, c.width, others, {a.name for a in p.arrs}):
+            if (self.lam_may_raise(stms, j, outer) and not self.interleavable(stms, i, j, outer)
+                    or not self.inputs_provable(stms, j, i, outer, c.width, others,
+                                                {a.name for a in p.arrs})):
                 return None
         lam, arrs = _compose(p, ps.pat, c)
         fused = ir.Map(c.width, lam, arrs, c.empty_dims, c.row_dims)      # c's results
-        lam = self.refuse(fused, self.facts_at(stms, i, outer))
+        lam = self.refuse(fused, self.facts_at(stms, j, outer, skip=i))
         return ir.Let(cs.pat, ir.Map(c.width, lam, arrs, c.empty_dims, c.row_dims), cs.loc)
 
     def refuse(self, m: ir.Map, facts: Facts) -> ir.Lambda:

@@ -297,9 +297,9 @@ def scaled(a: M, b: M, c: M, alpha: ps.f32, beta: ps.f32) -> M:
 def test_size_of_a_map_result_is_its_row_dimension_so_the_maps_fuse():
     """`size(m, 1)` of a map whose rows' shape is known becomes that
     dimension (a select on the width when the empty map's differs); the
-    scaling maps then fuse into the product and the sum (3 maps, not 5),
-    with the interpreter's results and errors at every shape, empty ones
-    included."""
+    scaling maps then fuse into the product and the sum, and the sum into
+    the product across the zip's length assert (1 map, not 5), with the
+    interpreter's results and errors at every shape, empty ones included."""
     from pyshark.codegen.pipeline import PASSES, optimise
     from pyshark.core.check import check_program
     from pyshark.translate import translate_source
@@ -312,7 +312,7 @@ def test_size_of_a_map_result_is_its_row_dimension_so_the_maps_fuse():
     assert not [s for s in g.body.stms if isinstance(s.exp, ir.Size)
                 and any(s.exp.arr.name == t.pat[0].name for t in g.body.stms
                         if isinstance(t.exp, ir.Map))]
-    assert len([s for s in g.body.stms if isinstance(s.exp, ir.Map)]) == 2
+    assert len([s for s in g.body.stms if isinstance(s.exp, ir.Map)]) == 1
     rng = np.random.default_rng(1)
 
     def mats(n, m, p, pc=None):
@@ -323,3 +323,9 @@ def test_size_of_a_map_result_is_its_row_dimension_so_the_maps_fuse():
     check_same(before, after, "scaled", mats(3, 4, 5), mats(1, 1, 1), mats(0, 4, 5),
                mats(3, 0, 5), mats(3, 4, 0), mats(0, 0, 0), mats(3, 4, 5, pc=4),
                mats(0, 4, 5, pc=2))
+    f = np.float32
+    # c's rows differ from a's, alone and with a's columns differing from
+    # b's rows too: ShapeError either way, whichever check comes first
+    for (n, m), (m2, p), nc in (((3, 4), (4, 5), 2), ((3, 4), (5, 5), 2), ((3, 4), (5, 5), 3)):
+        check_same(before, after, "scaled",
+                   [np.ones((n, m), f), np.ones((m2, p), f), np.ones((nc, p), f), f(2), f(1)])
