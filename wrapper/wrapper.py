@@ -404,23 +404,27 @@ def entry_signature(entry, record_class=None) -> inspect.Signature:
     """The entry's Python signature: its parameters, annotated with the
     prelude types they were declared with (ps.f32, ps.Array[...], tuple[...],
     the record class), so inspect.signature and help() show the original."""
-    def annotation(st):
-        import numpy as np
-
-        import pyshark.prelude as ps
-        from pyshark.core.types import SArray, SRecord, SScalar, STuple
-        if isinstance(st, SScalar):
-            return getattr(ps, st.t.value, None) or np.bool_
-        if isinstance(st, SArray):
-            return ps.Array[annotation(st.elem)]
-        if isinstance(st, STuple):
-            return tuple[tuple(annotation(e) for e in st.elems)]
-        if isinstance(st, SRecord):
-            return (record_class or convert.record_class)(st)
-        return inspect.Parameter.empty
     params = [inspect.Parameter(p.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                annotation=annotation(p.stype)) for p in entry.params]
-    return inspect.Signature(params, return_annotation=annotation(entry.ret))
+                                annotation=_annotation(p.stype, record_class))
+              for p in entry.params]
+    return inspect.Signature(params, return_annotation=_annotation(entry.ret, record_class))
+
+
+def _annotation(st, record_class):
+    """The prelude type a surface type was declared as (entry_signature)."""
+    import numpy as np
+
+    import pyshark.prelude as ps
+    from pyshark.core.types import SArray, SRecord, SScalar, STuple
+    if isinstance(st, SScalar):
+        return getattr(ps, st.t.value, None) or np.bool_
+    if isinstance(st, SArray):
+        return ps.Array[_annotation(st.elem, record_class)]
+    if isinstance(st, STuple):
+        return tuple[tuple(_annotation(e, record_class) for e in st.elems)]
+    if isinstance(st, SRecord):
+        return (record_class or convert.record_class)(st)
+    return inspect.Parameter.empty
 
 
 def entry_docstring(text: str, name: str) -> str | None:

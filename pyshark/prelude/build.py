@@ -343,16 +343,24 @@ def annotation_template(fn):
     return template_of_type(hints["return"])
 
 
+class _LineBudget:
+    """A trace function that raises _ProbeBudget after _PROBE_LINES lines
+    (an object returning itself, not a closure naming itself: no cycle)."""
+
+    def __init__(self):
+        self.count = 0
+
+    def __call__(self, frame, event, arg):
+        if event == "line":
+            self.count += 1
+            if self.count > _PROBE_LINES:
+                raise _ProbeBudget()
+        return self
+
+
 def _probe(fn, args):
     """fn(*args), or None if it raises or runs too long."""
-    count = [0]
-
-    def local(frame, event, arg):
-        if event == "line":
-            count[0] += 1
-            if count[0] > _PROBE_LINES:
-                raise _ProbeBudget()
-        return local
+    local = _LineBudget()
 
     def global_trace(frame, event, arg):
         return local

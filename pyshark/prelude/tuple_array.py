@@ -126,17 +126,7 @@ class TupleArray:
 
     def tolist(self):
         """Nested lists of tuples / record instances (fields converted by .tolist())."""
-        def conv(x):
-            if isinstance(x, TupleArray):
-                return x.tolist()
-            if isinstance(x, np.ndarray):
-                return x.tolist()
-            if isinstance(x, tuple):
-                return build_tuple(type(x) if is_record_class(type(x)) else tuple, [conv(v) for v in x])
-            if isinstance(x, np.generic):
-                return x.item()
-            return x
-        return [conv(x) for x in self]
+        return [_plain(x) for x in self]
 
     @property
     def field_names(self):
@@ -240,3 +230,16 @@ def _record_field_makes(make, n):
         t = hints.get(name)
         out.append(t if is_record_class(t) else tuple)
     return out
+
+
+def _plain(x):
+    """x as plain Python values (TupleArray.tolist's elements)."""
+    if isinstance(x, TupleArray):
+        return x.tolist()
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, tuple):
+        return build_tuple(type(x) if is_record_class(type(x)) else tuple, [_plain(v) for v in x])
+    if isinstance(x, np.generic):
+        return x.item()
+    return x

@@ -74,13 +74,16 @@ def _recursive_closures_left_standing(root) -> list[str]:
 
 def test_the_compilers_recursive_closures_break_their_cycles():
     """The rule of docs/decisions.md ("Tiered compilation"): a recursive walk
-    in the compiler is a module function, or its enclosing function sets its
-    name to None in a `finally` once done."""
+    in the compiler, the prelude or the wrapper (whose helpers run per call)
+    is a module function, or its enclosing function sets its name to None
+    in a `finally` once done."""
     from pathlib import Path
 
     import pyshark
     import pyshark.codegen
-    roots = [Path(pyshark.codegen.__file__).parent, Path(pyshark.__file__).parent / "translate",
-             Path(pyshark.__file__).parent / "core"]
+    import pyshark.wrapper
+    top = Path(pyshark.__file__).parent
+    roots = [Path(pyshark.codegen.__file__).parent, top / "translate", top / "core",
+             top / "prelude", Path(pyshark.wrapper.__file__).parent]
     left = [x for r in roots for x in _recursive_closures_left_standing(r)]
     assert left == [], left
