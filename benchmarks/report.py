@@ -151,9 +151,36 @@ def _busy_notes(rows) -> list[str]:
             + (" ..." if len(busy) > 8 else "")]
 
 
+#: a timing is flagged when its threads blocked at least SLEEPS_FLAGGED times
+#: a call and SLEEP_RATE_FLAGGED times a second: an idle process has a few
+#: wakeups a second (about 10 in NumPy's seconds-long rows), a 16-thread
+#: team whose cores are taken 10^5 (benchmarks/README.md, "Session 31")
+SLEEPS_FLAGGED = 2.0
+SLEEP_RATE_FLAGGED = 5000.0
+
+
+def _slept(r) -> bool:
+    s, t = r.get("sleeps") or 0, r.get("median") or 0
+    return s >= SLEEPS_FLAGGED and t > 0 and s / t >= SLEEP_RATE_FLAGGED
+
+
+def _sleep_notes(rows) -> list[str]:
+    """Timings whose threads blocked and woke on every call: the team's
+    threads slept at a barrier because a core they needed was busy (on the
+    H100 machine's host, hotspot_rodinia small took 0.5 ms a call with
+    under one and 2.5-7 ms with 500 a call under one busy process)."""
+    slept = [r for r in rows if _slept(r)]
+    if not slept:
+        return []
+    return [f"{len(slept)} timing(s) had threads sleeping and waking on every call "
+            f"(worst {max(r['sleeps'] for r in slept):.0f} a call): "
+            + ", ".join(f"{r['program']}/{r['size']}/{r['target']}" for r in slept[:8])
+            + (" ..." if len(slept) > 8 else "")]
+
+
 def text_report(info, rows, compile_rows) -> str:
     lines = [f"command: {c}" for c in _commands(info)] + _machine_lines(info)
-    lines += [f"note: {n}" for n in info["notes"] + _busy_notes(rows)]
+    lines += [f"note: {n}" for n in info["notes"] + _busy_notes(rows) + _sleep_notes(rows)]
     table = [HEADER] + _table_rows(rows)
     widths = [max(len(str(row[i])) for row in table) for i in range(len(HEADER))]
     lines.append("")

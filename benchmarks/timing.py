@@ -8,6 +8,7 @@ fewer samples so that no target spends more than about `budget` seconds.
 from __future__ import annotations
 
 import math
+import resource
 import statistics
 import time
 from dataclasses import asdict, dataclass, field
@@ -19,6 +20,7 @@ class Timing:
     inner: int = 1                                 # calls per sample
     first_call: float = 0.0                        # seconds of the very first call
     others_cores: float | None = None              # cores other processes used meanwhile
+    sleeps: float | None = None                    # voluntary context switches per call
     note: str = ""
 
     @property
@@ -72,6 +74,7 @@ def measure(call, estimate: float, *, repeats: int = 5, min_sample: float = 0.02
         note = f"{n} run{'s' if n > 1 else ''} (time budget {budget:g} s)"
     timing = Timing(inner=inner, note=note)
     meter = OthersMeter().start()
+    slept = resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw
     try:
         with time_limit(limit):
             for _ in range(n):
@@ -85,4 +88,9 @@ def measure(call, estimate: float, *, repeats: int = 5, min_sample: float = 0.02
         timing.note = (f"{len(timing.samples)} of {n} samples (time limit "
                        f"{limit:.3g} s)")
     timing.others_cores = meter.stop()
+    # a thread of this process that blocked (libgomp's team asleep at a
+    # barrier after its spin ran out): on an idle machine a warm parallel
+    # call blocks about never; hundreds a call mean its cores were taken
+    calls = len(timing.samples) * inner
+    timing.sleeps = (resource.getrusage(resource.RUSAGE_SELF).ru_nvcsw - slept) / max(calls, 1)
     return timing

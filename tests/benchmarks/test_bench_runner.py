@@ -103,3 +103,23 @@ def test_settle_waits_for_a_spinning_thread_of_this_process_and_no_longer():
     finally:
         t.join()
     assert 0.2 <= waited < 2.5
+
+
+def test_timings_count_the_calls_sleeps_and_the_report_flags_them():
+    """measure() counts the voluntary context switches per call (a thread
+    that blocked); the report flags timings with SLEEPS_FLAGGED or more."""
+    import time
+
+    from benchmarks import report, timing
+
+    busy = timing.measure(lambda: sum(range(200)), 1e-5, repeats=2, min_sample=0.005)
+    slept = timing.measure(lambda: time.sleep(0.0005), 6e-4, repeats=2, min_sample=0.005)
+    assert busy.sleeps < 0.5
+    assert slept.sleeps >= 1.0
+    rows = [{"program": "p", "size": "s", "target": "t", "sleeps": 300.0, "median": 3e-3},
+            {"program": "q", "size": "s", "target": "t", "sleeps": busy.sleeps,
+             "median": busy.median},
+            {"program": "r", "size": "s", "target": "t", "sleeps": 50.0, "median": 5.0}]
+    (note,) = report._sleep_notes(rows)
+    assert "1 timing(s)" in note and "p/s/t" in note and "q/s/t" not in note
+    assert report._sleep_notes(rows[1:]) == []       # r: a long call's few wakeups
