@@ -10,12 +10,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .errors import CompileError, ShapeError
-from .gomp import quiet_gomp_spin as _quiet_gomp_spin
 from .jit import jit
 from .version import __version__
-
-# before anything in this process loads libgomp (Numba's omp layer shares it)
-_quiet_gomp_spin()
 
 if TYPE_CHECKING:      # what the lazy names below are, for type checkers
     from .wrapper.backend import get_num_threads, set_num_threads

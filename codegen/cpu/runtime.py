@@ -10,9 +10,6 @@ from pathlib import Path
 from typing import Optional, Union
 
 from pyshark.core.types import BOOL
-# libgomp's wait policy (GOMP_SPINCOUNT), set when pyshark is imported and
-# again before the first compiled module loads (loader.py)
-from pyshark.gomp import GOMP_SPINCOUNT_DEFAULT, quiet_gomp_spin  # noqa: F401
 
 from .. import kir as K
 
@@ -89,6 +86,22 @@ def looks_like_ir(x) -> bool:
 BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
 
 
+#: libgomp's spin count before a waiting thread sleeps, when the user set
+#: neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY: the count libgomp itself
+#: uses when it has more threads than CPUs. Its default, 300000 pause loops
+#: (milliseconds on some CPUs), is spent by a thread waiting at a barrier on
+#: a core that a descheduled team-mate or another process needs; counts of
+#: 10000-100000 were worse still for small calls under load (they sleep just
+#: before the next call comes). See docs/cpu-backend.md, "Under load".
+GOMP_SPINCOUNT_DEFAULT = "1000"
+
+
+def quiet_gomp_spin() -> None:
+    """Sets GOMP_SPINCOUNT for libgomp, which reads it once when it loads
+    (with the first compiled module), unless the user chose a wait policy."""
+    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
+        return
+    os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
 
 
 #: glibc mallopt parameters (malloc.h) and what keep_heap sets them to.

@@ -424,26 +424,3 @@ def test_c_api_context_and_error_text(tmp_path):
     assert lines[3] == f"2|{want['div']}"
     assert lines[4] == f"3|{want['checked']}"
     assert lines[5] == "0|6|0||"
-
-
-_GOMP_ORDER = r"""
-import os
-for k in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY"):
-    os.environ.pop(k, None)
-if os.environ.get("WAIT_POLICY"):
-    os.environ["OMP_WAIT_POLICY"] = os.environ["WAIT_POLICY"]
-import pyshark
-print(os.environ.get("GOMP_SPINCOUNT"), "libgomp" in open("/proc/self/maps").read())
-"""
-
-
-@pytest.mark.parametrize("policy", ["", "active"])
-def test_importing_pyshark_sets_libgomps_spin_before_anything_loads_it(policy):
-    """GOMP_SPINCOUNT is read once, when libgomp loads, by whichever user
-    loads it first (Numba's omp layer shares PyShark's libgomp): importing
-    pyshark sets it, before any compiled module, unless the user chose a
-    wait policy."""
-    env = dict(os.environ, WAIT_POLICY=policy)
-    out = subprocess.run([sys.executable, "-c", _GOMP_ORDER], capture_output=True, text=True,
-                         check=True, env=env).stdout.split()
-    assert out == (["1000", "False"] if not policy else ["None", "False"])
