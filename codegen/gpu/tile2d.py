@@ -10,8 +10,11 @@ only, and each function returns one scalar. The prefixes may hold
 element-invariant scalar code (sizes, asserts, arithmetic: run once on the
 host before the launch, under `n > 0` and `n > 0 and m > 0`, as Python mode
 runs them at the first element) and per-element code that cannot fail; the
-suffix is per-element scalar code. Anything else declines (None) before
-emitting a statement, and segmap's other shapes (a flat 2-D nest) lower it.
+suffix is per-element scalar code. Further matrices Z may be zipped with X
+when the inner map only zips their rows with Y's: the suffix then reads
+Z[i, j] (sgemm's `alpha * A B + beta * C` once fuse.py has moved the
+product into the sum). Anything else declines (None) before emitting a
+statement, and segmap's other shapes (a flat 2-D nest) lower it.
 
 The algorithm is the classic register-blocked SGEMM tiling (Volkov and
 Demmel, "Benchmarking GPUs to tune dense linear algebra", SC 2008; the
@@ -132,11 +135,19 @@ def _split(stms, dep: set, sized: set, host: list, item: list) -> bool:
 def _match(lw: Lowerer, e: ir.Map, env):
     """The parts of the shape (module docstring), or None."""
     lam = e.lam
-    if len(e.arrs) != 1 or len(lam.params) != 1 or len(lam.ret) != 1 or not lam.body.stms:
+    if len(e.arrs) != len(lam.params) or len(lam.ret) != 1 or not lam.body.stms:
         return None
     X = env.get(e.arrs[0].name)
     if not isinstance(X, Arr) or X.rank != 2:
         return None
+    # further matrices Z zipped with X, whose rows only the inner map zips
+    # with Y's rows, so that its suffix reads Z[i, j] (sgemm's beta * C)
+    zrows = {}
+    for q, a in zip(lam.params[1:], e.arrs[1:]):
+        Z = env.get(a.name)
+        if not isinstance(Z, Arr) or Z.rank != 2:
+            return None
+        zrows[q.name] = Z
     last = lam.body.stms[-1]
     inner = last.exp
     res = lam.body.result
@@ -144,7 +155,15 @@ def _match(lw: Lowerer, e: ir.Map, env):
             or not isinstance(res[0], ir.Var) or res[0].name != last.pat[0].name):
         return None
     il = inner.lam
-    if len(inner.arrs) != 1 or len(il.params) != 1 or len(il.ret) != 1 or not all_scalar(il.ret):
+    if len(inner.arrs) != len(il.params) or len(il.ret) != 1 or not all_scalar(il.ret):
+        return None
+    zs = []                 # (the inner parameter, Z) of each element of Z read
+    for q, a in zip(il.params[1:], inner.arrs[1:]):
+        if a.name not in zrows:
+            return None
+        zs.append((q.name, zrows[a.name]))
+    if len(zs) != len(zrows) or set(zrows) & (free_vars(il) | set().union(
+            *(free_vars(st.exp) for st in lam.body.stms[:-1]))):
         return None
     row, col = lam.params[0].name, il.params[0].name
     outer_bound = {v.name for s in lam.body.stms for v in s.pat} | {row}
@@ -180,6 +199,9 @@ def _match(lw: Lowerer, e: ir.Map, env):
         return None
     if any(not isinstance(s.exp, PER_ITEM) for s in stms[k + 2:]):
         return None
+    zp = {q for q, _ in zs}
+    if any(zp & free_vars(st.exp) for st in stms[:k + 2]):
+        return None                     # Z's elements are read by the suffix only
     names = [a.name for a in mp.arrs]
     if len(names) != 2 or sorted(names) != sorted([row, col]):
         return None
@@ -222,7 +244,7 @@ def _match(lw: Lowerer, e: ir.Map, env):
         return None
     return SimpleNamespace(X=X, Y=Y, m=m, row=row, col=col, host1=host1, item1=item1,
                            host2=host2, item2=item2, k=k, mp=mp, red=red, inner=inner,
-                           G=G, tx=tx, ty=ty, cfgs=cfgs, swap=names[0] == col)
+                           G=G, tx=tx, ty=ty, cfgs=cfgs, swap=names[0] == col, zs=zs)
 
 
 def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
@@ -247,7 +269,9 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             for s in p.host1:
                 for v, val in zip(s.pat, lw.lower_exp(s, henv)):
                     henv[v.name] = val
-            check_width(lw, m, p.inner.arrs, [Y], stm.loc, "map")
+            check_width(lw, m, p.inner.arrs,
+                        [Y] + [SimpleNamespace(shape=(Z.shape[1],)) for _, Z in p.zs],
+                        stm.loc, "map")
         with lw.block() as guarded:         # under m > 0: element (0, 0)'s
             for s in p.host2:
                 for v, val in zip(s.pat, lw.lower_exp(s, henv)):
@@ -456,6 +480,8 @@ def tiled_map_map_reduce(lw: Lowerer, e: ir.Map, env, stm):
             for (a, b), ev in envs.items():
                 ev[il.body.stms[p.k + 1].pat[0].name] = accs[a, b]
                 with lw.block() as st:
+                    for q, Z in p.zs:           # Z[i, j], inside the edge guard
+                        ev[q] = lw.element(lw.element(Z, rows[a], {}), cols[b], {})
                     for s in il.body.stms[p.k + 2:]:
                         for v, val in zip(s.pat, lw.lower_exp(s, ev)):
                             ev[v.name] = val

@@ -3,7 +3,8 @@
 8 x 8 register blocks, 4 x 4 for f64), against Python mode: sizes around the 128 x 128 block
 and the k chunk, empty outputs and k = 0, f32 / f64 / wrapping i32, other
 operators (max of products, min of differences with the inner map's arrays
-swapped), a prefix and a suffix, per-element statements (unsafe), the ShapeError of rows of other lengths,
+swapped), a prefix and a suffix, a suffix reading a third matrix (sgemm's
+beta * C), per-element statements (unsafe), the ShapeError of rows of other lengths,
 other group sizes; transpose through local memory (gpu/transpose.py); and
 the kernel IR (one work-group ParFor with local memory where it applies,
 none where it declines)."""
@@ -115,6 +116,16 @@ def transpose3(a: ps.Array[ps.Array[ps.Array[ps.f64]]]) -> ps.Array[ps.Array[ps.
 
 
 @ps.entry
+def sgemm(a: M32, b: M32, c: M32, alpha: ps.f32, beta: ps.f32) -> M32:
+    """parboil's sgemm as Futhark writes it: the sum with beta * c fuses into
+    the product across the zip's length check, so the suffix reads c[i, j]."""
+    bt = ps.transpose(b)
+    p = ps.map(lambda row: ps.map(lambda col: dot(row, col) * alpha, bt), a)
+    q = ps.map(lambda r: ps.map(lambda x: x * beta, r), c)
+    return ps.map(lambda r, s: ps.map(lambda x, y: x + y, r, s), q, p)
+
+
+@ps.entry
 def row_scaled(a: M32, b: M32) -> M32:
     """Y depends on the row: declined."""
     def one(row: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
@@ -194,6 +205,16 @@ def test_matmul(source, n, k, m):
     _both(source, "max_prod", a, b)
     a, c = (rng.integers(-1000, 1000, (x, k)) for x in (n, m))
     _both(source, "min_diff", a, c)
+    a, b = _mats(n, k, m, np.float32)
+    c = rng.standard_normal((n, m)).astype(np.float32)
+    _both(source, "sgemm", a, b, c, np.float32(1.5), np.float32(-0.5))
+
+
+def test_sgemm_with_a_c_of_another_shape_raises_as_python_mode(source):
+    f = np.float32
+    for n, k, m, cn, cm in [(3, 4, 5, 2, 5), (3, 4, 5, 3, 4), (0, 4, 5, 0, 3), (3, 4, 0, 3, 1)]:
+        a, b = _mats(n, k, m, f)
+        _both(source, "sgemm", a, b, np.ones((cn, cm), f), f(2), f(1))
 
 
 def test_rows_of_other_lengths(source):
@@ -256,7 +277,7 @@ def _groups(f):
     return [s for s in K.walk_stms(f.body) if isinstance(s, K.ParFor) and s.group_size]
 
 
-TILED = ["matmul", "matmul_nt", "matmul_i32", "affine_f64", "max_prod", "min_diff"]
+TILED = ["matmul", "matmul_nt", "matmul_i32", "affine_f64", "max_prod", "min_diff", "sgemm"]
 
 
 def test_kernel_ir(source):
