@@ -141,14 +141,19 @@ def _machine_lines(info) -> list[str]:
     return lines
 
 
+def _flagged(rows, text: str) -> list[str]:
+    """A note naming the flagged timings (the first 8), or none."""
+    if not rows:
+        return []
+    return [f"{len(rows)} timing(s) {text}: "
+            + ", ".join(f"{r['program']}/{r['size']}/{r['target']}" for r in rows[:8])
+            + (" ..." if len(rows) > 8 else "")]
+
+
 def _busy_notes(rows) -> list[str]:
     busy = [r for r in rows if (r.get("others_cores") or 0) > 0.25]
-    if not busy:
-        return []
-    return [f"{len(busy)} timing(s) ran while other processes used more than 0.25 cores "
-            f"(worst {max(r['others_cores'] for r in busy):.2f}): "
-            + ", ".join(f"{r['program']}/{r['size']}/{r['target']}" for r in busy[:8])
-            + (" ..." if len(busy) > 8 else "")]
+    return _flagged(busy, "ran while other processes used more than 0.25 cores (worst "
+                    f"{max((r['others_cores'] for r in busy), default=0):.2f})")
 
 
 #: a timing is flagged when its threads blocked at least SLEEPS_FLAGGED times
@@ -170,12 +175,8 @@ def _sleep_notes(rows) -> list[str]:
     H100 machine's host, hotspot_rodinia small took 0.5 ms a call with
     under one and 2.5-7 ms with 500 a call under one busy process)."""
     slept = [r for r in rows if _slept(r)]
-    if not slept:
-        return []
-    return [f"{len(slept)} timing(s) had threads sleeping and waking on every call "
-            f"(worst {max(r['sleeps'] for r in slept):.0f} a call): "
-            + ", ".join(f"{r['program']}/{r['size']}/{r['target']}" for r in slept[:8])
-            + (" ..." if len(slept) > 8 else "")]
+    return _flagged(slept, "had threads sleeping and waking on every call (worst "
+                    f"{max((r['sleeps'] for r in slept), default=0):.0f} a call)")
 
 
 def text_report(info, rows, compile_rows) -> str:

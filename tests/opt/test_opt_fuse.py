@@ -224,9 +224,18 @@ def test_two_raising_reductions_are_not_interleaved():
     check_same(p, q, "f", [_ints(1, 0), _ints(0, 1)], [_ints(2, 3), _ints(1, 1)])
 
 
-def _zip_assert(b: B, n, k, error="ShapeError"):
-    same = b.bin("eq", n, k)
-    b.let(ir.Assert(same, "map: arrays differ in length", error))
+def _zipped_after_assert(b: B, xs, ys, check, error: str):
+    """map(*, ys, map(f, xs)) with the zip's `len(ys) == len(xs)` assert
+    (ShapeError) between the maps; f asserts check(x) (raising `error`)
+    and adds 1."""
+    n, k = b.size(xs), b.size(ys)
+
+    def row(sb, x):
+        sb.let(ir.Assert(check(sb, x), "the producer's check", error))
+        return sb.bin("add", x, c(1))
+    a = _map(b, n, [xs], row)
+    b.let(ir.Assert(b.bin("eq", k, n), "map: arrays differ in length", "ShapeError"))
+    return _map(b, k, [ys, a], lambda sb, y, x: sb.bin("mul", x, y))
 
 
 def test_producer_fuses_across_the_zips_length_assert():
@@ -235,15 +244,9 @@ def test_producer_fuses_across_the_zips_length_assert():
     between them. Once it has passed the widths are one, and producer and
     assert may each raise only ShapeError, so the producer moves below it."""
     def body(b: B, xs, ys, zs):
-        n, k = b.size(xs), b.size(ys)
         m = b.size(zs)
-
-        def row(sb, x):
-            sb.let(ir.Assert(sb.bin("eq", m, c(2)), "rows differ", "ShapeError"))
-            return sb.bin("add", x, c(1))
-        a = _map(b, n, [xs], row)
-        _zip_assert(b, k, n)
-        return _map(b, k, [ys, a], lambda sb, y, x: sb.bin("mul", x, y))
+        return _zipped_after_assert(b, xs, ys, lambda sb, x: sb.bin("eq", m, c(2)),
+                                    "ShapeError")
     p, q, g = _fuse(fun("f", [arr(I64), arr(I64), arr(I64)], body))
     (mp,) = stms(g, ir.Map)
     assert mp.exp.lam.body.stms and len(mp.exp.arrs) == 2
@@ -256,14 +259,8 @@ def test_producer_raising_another_class_stays_above_the_zips_assert():
     """An AssertionError in the producer and the zip's ShapeError: which comes
     first is observable, so the producer is not moved."""
     def body(b: B, xs, ys):
-        n, k = b.size(xs), b.size(ys)
-
-        def row(sb, x):
-            sb.let(ir.Assert(sb.bin("gt", x, c(0)), "positive", "AssertionError"))
-            return sb.bin("add", x, c(1))
-        a = _map(b, n, [xs], row)
-        _zip_assert(b, k, n)
-        return _map(b, k, [ys, a], lambda sb, y, x: sb.bin("mul", x, y))
+        return _zipped_after_assert(b, xs, ys, lambda sb, x: sb.bin("gt", x, c(0)),
+                                    "AssertionError")
     p, q, g = _fuse(fun("f", [arr(I64), arr(I64)], body))
     assert len(stms(g, ir.Map)) == 2
     for xs, ys in (([1, 2], [3, 4]), ([0, 2], [3]), ([1, 2], [3])):
