@@ -59,23 +59,35 @@ def build_extension(source: Path, prefix: str, includes: Iterable[str] = (),
     folder named `prefix`-uid-hash; built when not there yet. `includes`:
     more include folders; `key`: more text for the hash (e.g. a library's
     version whose headers the source uses)."""
+    includes = [python_include(), str(SHARED_HEADER.parent), *includes]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    flags = ["-fvisibility=hidden"]
+    for inc in includes:
+        flags += ["-I", inc]
+    if sys.platform == "darwin":
+        flags += ["-undefined", "dynamic_lookup"]
+    return build_shared(source, prefix, flags, suffix=suffix,
+                        key=SHARED_HEADER.read_bytes().decode() + key)
+
+
+def build_shared(source: Path, prefix: str, flags: Iterable[str] = (), libs: Iterable[str] = (),
+                 suffix: str = ".so", key: str = "", output: str = "-shared") -> Path:
+    """`cc -O2 -fPIC -shared FLAGS source -o OUT LIBS`: a shared library in the
+    temp folder named `prefix`-uid-hash (the hash of the source, the
+    compiler, the flags, the interpreter and `key`), built atomically when
+    not there yet; RuntimeError without a C compiler or when cc fails.
+    `output="-c"` (with suffix ".o") builds an object file instead."""
     cc = find_c_compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc, gcc or clang)")
-    include = python_include()
-    includes = [include, str(SHARED_HEADER.parent), *includes]
-    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    digest = hashlib.sha256(Path(source).read_bytes() + SHARED_HEADER.read_bytes() + "\0".join(
-        [cc, *includes, sys.version, suffix, sys.platform, key]).encode()).hexdigest()[:16]
+    flags, libs = list(flags), list(libs)
+    digest = hashlib.sha256(Path(source).read_bytes() + "\0".join(
+        [cc, output, *flags, *libs, sys.version, suffix, sys.platform, key]).encode()
+                            ).hexdigest()[:16]
     out = Path(tempfile.gettempdir()) / f"{prefix}-{os.getuid()}-{digest}{suffix}"
     if not out.is_file():
         tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-        cmd = [cc, "-O2", "-fPIC", "-shared", "-fvisibility=hidden"]
-        for inc in includes:
-            cmd += ["-I", inc]
-        cmd += [str(source), "-o", str(tmp)]
-        if sys.platform == "darwin":
-            cmd[1:1] = ["-undefined", "dynamic_lookup"]
+        cmd = [cc, "-O2", "-fPIC", output, *flags, str(source), "-o", str(tmp), *libs]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"compiling {Path(source).name} failed ({' '.join(cmd)}):\n"
@@ -110,4 +122,5 @@ def once(state: dict, lock, make: Callable[[], object]):
     return state["module"]
 
 
-__all__ = ["find_c_compiler", "python_include", "build_extension", "load_extension", "once"]
+__all__ = ["find_c_compiler", "python_include", "build_extension", "build_shared",
+           "load_extension", "once"]

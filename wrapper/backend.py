@@ -58,8 +58,8 @@ def get_num_threads() -> int:
     libgomp's omp_get_max_threads()."""
     if PROCESS_NUM_THREADS[0] is not None:
         return PROCESS_NUM_THREADS[0]
-    from pyshark.codegen.cpu.runtime import omp_max_threads
-    return omp_max_threads()
+    from pyshark.codegen.cpu.team import max_threads
+    return max_threads()
 
 
 class LoadedModule:

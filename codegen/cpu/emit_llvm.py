@@ -328,7 +328,7 @@ class FnEmitter:
     def num_threads(self) -> ir.Value:
         b = self.b
         n = b.load(self.ctx_field(CTX_NTHREADS), typ=_I32)
-        rt = self.decls.get("omp_get_max_threads", _I32, [])
+        rt = self.decls.get("pysharkrt_max_threads", _I32, [])
         d = b.call(rt, [])
         n = b.select(b.icmp_signed(">", n, _I32(0)), n, d)
         n = b.select(b.icmp_signed(">", n, _I32(0)), n, _I32(1))

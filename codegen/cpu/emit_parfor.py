@@ -260,7 +260,7 @@ def _claim_loop(mod, ofn: ir.Function, ob: ir.IRBuilder, octx: ir.Value, c: Clai
     runs it whole; every block runs once, whatever number of threads
     libgomp actually starts (one, in link.py's stand-in)."""
     b = ob
-    tid = b.zext(b.call(mod.decls.get("omp_get_thread_num", I32, []), []), I64)
+    tid = b.zext(b.call(mod.decls.get("pysharkrt_thread_num", I32, []), []), I64)
     mine = b.urem(tid, c.slots)
     entry = b.block
     ring, victim, claim, run, nxt, done_bb = (
@@ -402,10 +402,10 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     counters, slots, nblocks = _counters(host, team, count, blk)
     for j, v in enumerate([host.ctx, count, counters, blk, slots, nblocks] + cap_vals):
         b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))
-    gomp = mod.decls.get("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
+    team_run = mod.decls.get("pysharkrt_parallel", VOID, [PTR, PTR, I32, I32])
     # always the whole team (threads without a block return at once): libgomp
     # re-forms its team when the size changes from one region to the next
-    b.call(gomp, [ofn, slot, b.trunc(team, I32), I32(0)])
+    b.call(team_run, [ofn, slot, b.trunc(team, I32), I32(0)])
     b.branch(done)
     b.position_at_end(seq_bb)
     if loops or not mod.runtime.sigaction_ok:

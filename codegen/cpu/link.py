@@ -4,8 +4,10 @@
   (what `pyshark show --ir llvm` prints).
 - `optimise_and_build(ir, out_path)`: parse, verify, optimise at O3 for the
   host CPU (its name and features, PIC), emit an object file and link it with
-  the system C compiler (`cc -shared -fopenmp`, so libgomp is linked) into
-  `out_path`. With no C compiler on PATH, the optimised IR text is written to
+  the system C compiler (`cc -shared`) into `out_path`, with the thread
+  team's object (team.link_inputs: its parallel loops' pysharkrt_parallel &
+  co.; in a Python process the runtime team.py loads comes first). With no
+  C compiler on PATH, the optimised IR text is written to
   `out_path` instead, and `load_library` JITs it.
 - `loader.load_library(path_or_ir)`: a `Library` with `address_of(name)` whatever
   was built: a .so (ctypes.CDLL), or IR text (a file, or the text itself)
@@ -314,8 +316,10 @@ def optimise_and_build(llvm_ir: Union[str, list], out_path: Union[str, Path], *,
             for k, obj in enumerate(objs):
                 obj_paths.append(str(Path(tmpdir) / f"module{k}.o"))
                 Path(obj_paths[-1]).write_bytes(obj)
-            cmd = [compiler, "-shared", "-fopenmp", "-o", str(tmp_out), *obj_paths, *extra_link,
-                   "-lm"]
+            if any("pysharkrt_" in str(p) for p in parts):
+                from .team import link_inputs
+                extra_link = (*extra_link, *link_inputs())
+            cmd = [compiler, "-shared", "-o", str(tmp_out), *obj_paths, *extra_link, "-lm"]
             if mvec:
                 cmd.append("-lmvec")
             with stage("link"):
@@ -453,50 +457,21 @@ def jit_library(text: str, optimise: bool, path: Optional[Path] = None) -> Libra
         return Library("jit", None, path=path, engine=engine)
 
 
-# A sequential stand-in for libgomp when it cannot be loaded: GOMP_parallel
-# runs the outlined function once, as thread 0 of 1.
-_GOMP_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
-
-
-@ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint)
-def _seq_gomp_parallel(fn, data, nthreads, flags):
-    _GOMP_FN(fn)(data)
-
-
-@ctypes.CFUNCTYPE(ctypes.c_int)
-def _seq_zero():
-    return 0
-
-
-@ctypes.CFUNCTYPE(ctypes.c_int)
-def _seq_one():
-    return 1
-
-
 def _jit_runtime():
-    """Make libgomp's (and libmvec's) symbols visible to MCJIT (libc and libm
-    already are)."""
+    """Make the thread team's functions (team.py: the runtime when a C
+    compiler built it, else libgomp's, else one-thread stand-ins) and
+    libmvec's visible to MCJIT (libc and libm already are)."""
     if _STATE.get("jit_runtime"):
         return
+    from .team import ensure_runtime, jit_symbols
     mvec = libmvec_path()
     if mvec:
         try:
             llvm.load_library_permanently(mvec)
         except RuntimeError:
             pass
-    name = ctypes.util.find_library("gomp")
-    loaded = False
-    for cand in ([name] if name else []) + ["libgomp.so.1"]:
-        try:
-            llvm.load_library_permanently(cand)
-            loaded = True
-            break
-        except RuntimeError:
-            pass
-    if not loaded:
-        for sym, cb in [("GOMP_parallel", _seq_gomp_parallel), ("omp_get_thread_num", _seq_zero),
-                        ("omp_get_num_threads", _seq_one), ("omp_get_max_threads", _seq_one)]:
-            llvm.add_symbol(sym, ctypes.cast(cb, ctypes.c_void_p).value)
+    for sym, address in jit_symbols(ensure_runtime()).items():
+        llvm.add_symbol(sym, address)
     _STATE["jit_runtime"] = True
 
 

@@ -11,13 +11,13 @@ import ctypes
 from pathlib import Path
 from typing import Union
 
-from .runtime import BINARY_MAGIC, Library, keep_heap, looks_like_ir, quiet_gomp_spin
+from .runtime import BINARY_MAGIC, Library, keep_heap, looks_like_ir
+from .team import ensure_runtime, why_not
 
 
 def load_library(path_or_ir: Union[str, Path]) -> Library:
     """Load what `optimise_and_build` wrote (a .so, or IR text when there was
     no C compiler), or JIT LLVM IR text given directly."""
-    quiet_gomp_spin()
     keep_heap()
     if looks_like_ir(path_or_ir):
         from .link import jit_library
@@ -26,6 +26,9 @@ def load_library(path_or_ir: Union[str, Path]) -> Library:
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic in BINARY_MAGIC or magic[:2] == b"MZ":
+        # the module's pyshark_parallel & co. resolve to the team's runtime
+        if ensure_runtime() is None:
+            raise RuntimeError(f"cannot load {path.name}: {why_not()}")
         return Library("so", ctypes.CDLL(str(path.resolve())), path=path)
     from .link import jit_library
     return jit_library(path.read_text(), optimise=False, path=path)

@@ -86,24 +86,6 @@ def looks_like_ir(x) -> bool:
 BINARY_MAGIC = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe")
 
 
-#: libgomp's spin count before a waiting thread sleeps, when the user set
-#: neither GOMP_SPINCOUNT nor OMP_WAIT_POLICY: the count libgomp itself
-#: uses when it has more threads than CPUs. Its default, 300000 pause loops
-#: (milliseconds on some CPUs), is spent by a thread waiting at a barrier on
-#: a core that a descheduled team-mate or another process needs; counts of
-#: 10000-100000 were worse still for small calls under load (they sleep just
-#: before the next call comes). See docs/cpu-backend.md, "Under load".
-GOMP_SPINCOUNT_DEFAULT = "1000"
-
-
-def quiet_gomp_spin() -> None:
-    """Sets GOMP_SPINCOUNT for libgomp, which reads it once when it loads
-    (with the first compiled module), unless the user chose a wait policy."""
-    if "GOMP_SPINCOUNT" in os.environ or "OMP_WAIT_POLICY" in os.environ:
-        return
-    os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
-
-
 #: glibc mallopt parameters (malloc.h) and what keep_heap sets them to.
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
@@ -147,16 +129,3 @@ def keep_heap() -> bool:
     _heap_kept = bool(mallopt(M_MMAP_THRESHOLD, HEAP_UP_TO)) and bool(
         mallopt(M_TRIM_THRESHOLD, KEEP_MAPPED))
     return _heap_kept
-
-
-def omp_max_threads() -> int:
-    """libgomp's omp_get_max_threads() (1 without libgomp: the sequential
-    stand-in of link.py)."""
-    quiet_gomp_spin()
-    import ctypes.util
-    for name in filter(None, [ctypes.util.find_library("gomp"), "libgomp.so.1"]):
-        try:
-            return max(1, int(ctypes.CDLL(name).omp_get_max_threads()))
-        except (OSError, AttributeError):
-            continue
-    return 1

@@ -4,6 +4,8 @@ optimised IR, strict sums staying in order, concurrent calls, the MCJIT
 fallback and compile+link time."""
 from __future__ import annotations
 
+import os
+import sys
 import threading
 import time
 
@@ -318,34 +320,53 @@ def test_compile_and_link_time(tmp_path):
     assert load_library(tmp_path / "timed.so").kind == "so"
 
 
-def test_jit_without_libgomp_runs_parfors_sequentially(tmp_path):
-    """With no libgomp to load, the JIT path binds GOMP_parallel and the omp_*
-    queries to a sequential stand-in (one thread). Run in a fresh process."""
+_JIT_CHECK = """
+    from test_cpu_parfor import f_touch, K, np, build, f_sum, F64
+    b = build(K.Module([f_touch(), f_sum("s", F64, True)]), sys.argv[2], cc=None)
+    out, idx = np.zeros(1001, np.int32), np.zeros(1001, np.int64)
+    assert b.call("touch", out, idx, 1001, nthreads=4)[0] == 0
+    assert (out == 1).all() and (idx == np.arange(1001)).all()
+    o = np.zeros(1)
+    b.call("s", np.arange(100.0), 100, o)
+    assert o[0] == 4950.0, o
+    from pyshark.codegen.cpu import team
+    print("ok", team.kind(), team.max_threads(), "libgomp" in open("/proc/self/maps").read())
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_jit_without_compiler_or_libgomp_runs_parfors_sequentially(tmp_path):
+    """With no C compiler (no team runtime) and no libgomp to load, the JIT
+    path binds pysharkrt_parallel & co. to sequential stand-ins (one thread).
+    Run in a fresh process."""
     import subprocess
-    import sys
     import textwrap
     from pathlib import Path
     code = textwrap.dedent("""
         import sys
         sys.path.insert(0, sys.argv[1])
-        import ctypes.util
-        import llvmlite.binding as llvm
-        def refuse(name):
-            raise RuntimeError("no " + name)
-        llvm.load_library_permanently = refuse
-        ctypes.util.find_library = lambda name: None
-        from test_cpu_parfor import f_touch, K, np, build, f_sum, F64
-        b = build(K.Module([f_touch(), f_sum("s", F64, True)]), sys.argv[2], cc=None)
-        out, idx = np.zeros(1001, np.int32), np.zeros(1001, np.int64)
-        assert b.call("touch", out, idx, 1001, nthreads=4)[0] == 0
-        assert (out == 1).all() and (idx == np.arange(1001)).all()
-        o = np.zeros(1)
-        b.call("s", np.arange(100.0), 100, o)
-        assert o[0] == 4950.0, o
-        if sys.platform.startswith("linux"):
-            assert "libgomp" not in open("/proc/self/maps").read()
-        print("ok")
-    """)
+        import pyshark.codegen.native_ext as native_ext
+        from pyshark.codegen.cpu import team
+        native_ext.find_c_compiler = lambda: None
+        team._libgomp = lambda: None
+    """) + textwrap.dedent(_JIT_CHECK)
     r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and r.stdout.split()[-4:] == ["ok", "none", "1", "False"], \
+        r.stdout + r.stderr
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/maps")
+def test_jit_uses_the_team_runtime(tmp_path):
+    """JIT-compiled IR (no object file) binds the same team as shared
+    libraries do, and libgomp is not loaded."""
+    import subprocess
+    import textwrap
+    from pathlib import Path
+    code = "import sys\nsys.path.insert(0, sys.argv[1])\n" + textwrap.dedent(_JIT_CHECK)
+    env = dict(os.environ, OMP_NUM_THREADS="3")
+    env.pop("PYSHARK_THREADS", None)
+    r = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), str(tmp_path)],
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert r.returncode == 0 and r.stdout.split()[-4:] == ["ok", "team", "3", "False"], \
+        r.stdout + r.stderr

@@ -1,0 +1,398 @@
+/* PyShark's thread team: the runtime of the cpu backend's parallel loops.
+
+   A compiled module calls three functions (codegen/cpu/emit_parfor.py):
+     pysharkrt_parallel(fn, data, nthreads, flags)  run fn(data) on a team of nthreads
+     pysharkrt_thread_num()                         this thread's number in its team
+     pysharkrt_max_threads()                        the default team size
+   and this library, loaded with RTLD_GLOBAL before any module
+   (codegen/cpu/team.py), defines them. Built with -DPYSHARK_TEAM_GOMP the
+   three forward to libgomp instead (PYSHARK_THREADS=gomp, for A/B runs).
+
+   Why not libgomp: its end-of-region barrier waits for every thread of the
+   team, including one that the OS has not run yet, and its waiting threads
+   spin a count of pause instructions (GOMP_SPINCOUNT, read once by
+   whichever library loads libgomp first: Numba's omp layer shares it) that
+   is milliseconds on one CPU and microseconds on another. Both cost
+   PyShark 2-10x, one on an idle 16-core host, the other under load
+   (docs/cpu-backend.md, "Threads and load").
+
+   The algorithm. A region's blocks are claimed by the outlined function
+   itself (static stealing: every block runs exactly once, whichever
+   threads run the function), so a thread that never joins a region loses
+   nothing. The team therefore needs no barrier, only a gate:
+   - the caller (thread 0) publishes fn and data, opens the gate of region
+     s (one 64-bit word: s, an open bit and how many workers are inside),
+     bumps the region counter the workers wait on, and runs fn itself;
+   - a worker enters by a compare-and-swap that counts it in, only while
+     the gate is s's and open, runs fn, and counts itself out;
+   - when the caller's fn returns, every block has been claimed: it closes
+     the gate (no worker enters after that, so a descheduled worker cannot
+     hold the region up) and waits only for the workers inside.
+   Every wait spins for a time (PYSHARK_SPIN_US microseconds, default
+   SPIN_US_DEFAULT; a clock, not a count of pauses) and then sleeps on a
+   futex; a wake is a system call only when someone sleeps. This is the
+   shape of libomp's and TBB's hybrid waits; the gate replaces the join
+   barrier the way a completion counter does in work-stealing runtimes.
+
+   Callers on several Python threads at once each get a team of their own
+   (up to MAX_TEAMS teams; beyond that a region runs on its caller alone),
+   a region inside a region runs on its thread alone, and a forked child
+   starts with no teams (pthread_atfork). Workers block every signal, so a
+   signal (Ctrl-C) goes to a Python thread. Linux only (futex); elsewhere
+   team.py builds the libgomp variant. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+#ifdef PYSHARK_TEAM_GOMP
+
+extern void GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags);
+extern int omp_get_thread_num(void);
+extern int omp_get_max_threads(void);
+
+EXPORT void pysharkrt_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags)
+{
+    GOMP_parallel(fn, data, nthreads, flags);
+}
+EXPORT int pysharkrt_thread_num(void) { return omp_get_thread_num(); }
+EXPORT int pysharkrt_max_threads(void) { return omp_get_max_threads(); }
+EXPORT const char *pysharkrt_team_kind(void) { return "gomp"; }
+
+#else
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_THREADS 1024        /* wrapper/backend.MAX_NUM_THREADS */
+#define MAX_TEAMS 8
+#define SPIN_US_DEFAULT 300
+#define LINE 64
+#define OPEN ((uint64_t)1 << 31)
+#define INSIDE (OPEN - 1)
+#define STACK_BYTES ((size_t)8 << 20)
+
+typedef void (*region_fn)(void *);
+
+struct team {
+    pthread_mutex_t busy;               /* held by the caller running a region */
+    int nworkers;                       /* workers started: numbers 1..nworkers */
+    region_fn fn;                       /* the region: written before its gate opens */
+    void *data;
+    int nthreads;
+    _Alignas(LINE) _Atomic uint32_t seq;     /* the last region opened (workers wait on it) */
+    _Atomic int32_t sleepers;                /* workers asleep on seq */
+    _Alignas(LINE) _Atomic uint64_t gate;    /* region << 32 | OPEN | workers inside */
+    _Alignas(LINE) _Atomic uint32_t left;    /* bumped by the last worker out of a closed gate */
+    _Atomic int32_t caller_sleeps;           /* the caller is asleep on `left` */
+};
+
+struct worker_start {
+    struct team *team;
+    int num;
+    uint32_t seen;
+};
+
+static struct team *_Atomic teams[MAX_TEAMS];
+static pthread_mutex_t teams_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic long spin_ns = -1;
+static _Atomic int max_threads = 0;
+static _Atomic int thread_limit = 0;
+static __thread int my_num = 0;
+static __thread int in_region = 0;
+
+static inline void relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static long futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+    return syscall(SYS_futex, (uint32_t *)word, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
+static long now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static int env_int(const char *name, int fallback)
+{
+    const char *s = getenv(name);
+    if (!s || !*s)
+        return fallback;
+    char *end;
+    long v = strtol(s, &end, 10);     /* OMP_NUM_THREADS may be a list: its first number */
+    if (end == s || v < 0 || v > INT_MAX)
+        return fallback;
+    return (int)v;
+}
+
+static long spin_budget(void)
+{
+    long ns = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    if (ns < 0) {
+        ns = (long)env_int("PYSHARK_SPIN_US", SPIN_US_DEFAULT) * 1000L;
+        atomic_store_explicit(&spin_ns, ns, memory_order_relaxed);
+    }
+    return ns;
+}
+
+/* Spins until *word != old or the spin budget is spent; 1 if it changed. */
+static int spin_while_equal32(_Atomic uint32_t *word, uint32_t old)
+{
+    long budget = spin_budget(), t0 = 0;
+    for (;;) {
+        for (int k = 0; k < 64; k++) {
+            if (atomic_load_explicit(word, memory_order_acquire) != old)
+                return 1;
+            relax();
+        }
+        long t = now_ns();
+        if (t0 == 0)
+            t0 = t;
+        else if (t - t0 >= budget)
+            return 0;
+    }
+}
+
+/* Spins until no worker is inside the gate or the budget is spent. */
+static int spin_until_empty(_Atomic uint64_t *gate)
+{
+    long budget = spin_budget(), t0 = 0;
+    for (;;) {
+        for (int k = 0; k < 64; k++) {
+            if ((atomic_load_explicit(gate, memory_order_acquire) & INSIDE) == 0)
+                return 1;
+            relax();
+        }
+        long t = now_ns();
+        if (t0 == 0)
+            t0 = t;
+        else if (t - t0 >= budget)
+            return 0;
+    }
+}
+
+static void run_alone(region_fn fn, void *data)
+{
+    int num = my_num, inside = in_region;
+    my_num = 0;
+    in_region = 1;
+    fn(data);
+    my_num = num;
+    in_region = inside;
+}
+
+static void *worker(void *arg)
+{
+    struct worker_start start = *(struct worker_start *)arg;
+    free(arg);
+    struct team *t = start.team;
+    uint32_t seen = start.seen;
+    my_num = start.num;
+    in_region = 1;
+    for (;;) {
+        if (!spin_while_equal32(&t->seq, seen)) {
+            atomic_fetch_add(&t->sleepers, 1);
+            while (atomic_load(&t->seq) == seen)
+                futex(&t->seq, FUTEX_WAIT, seen);
+            atomic_fetch_sub(&t->sleepers, 1);
+        }
+        uint32_t s = atomic_load_explicit(&t->seq, memory_order_acquire);
+        seen = s;
+        uint64_t g = atomic_load_explicit(&t->gate, memory_order_acquire);
+        int entered = 0;
+        while ((uint32_t)(g >> 32) == s && (g & OPEN)) {
+            if (atomic_compare_exchange_weak_explicit(&t->gate, &g, g + 1, memory_order_acq_rel,
+                                                      memory_order_acquire)) {
+                entered = 1;
+                break;
+            }
+        }
+        if (!entered)
+            continue;                   /* closed already: the caller ran its blocks */
+        if (my_num < t->nthreads)
+            t->fn(t->data);
+        uint64_t before = atomic_fetch_sub(&t->gate, 1);
+        if ((before & INSIDE) == 1 && !(before & OPEN) && atomic_load(&t->caller_sleeps)) {
+            atomic_fetch_add(&t->left, 1);
+            futex(&t->left, FUTEX_WAKE, 1);
+        }
+    }
+    return NULL;
+}
+
+/* Starts workers up to `want` (fewer when the system refuses threads). */
+static void grow(struct team *t, int want)
+{
+    if (want > MAX_THREADS - 1)
+        want = MAX_THREADS - 1;
+    int limit = atomic_load(&thread_limit);
+    if (limit > 0 && want > limit - 1)
+        want = limit - 1;
+    if (t->nworkers >= want)
+        return;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    size_t stack = 0;
+    if (pthread_attr_getstacksize(&attr, &stack) == 0 && stack < STACK_BYTES)
+        pthread_attr_setstacksize(&attr, STACK_BYTES);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    while (t->nworkers < want) {
+        struct worker_start *w = malloc(sizeof *w);
+        if (!w)
+            break;
+        w->team = t;
+        w->num = t->nworkers + 1;
+        w->seen = atomic_load(&t->seq);
+        pthread_t th;
+        if (pthread_create(&th, &attr, worker, w) != 0) {
+            free(w);
+            break;
+        }
+        t->nworkers++;
+    }
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* A free team, created on first need; NULL when MAX_TEAMS callers run. */
+static struct team *take_team(void)
+{
+    for (int i = 0; i < MAX_TEAMS; i++) {
+        struct team *t = atomic_load(&teams[i]);
+        if (!t) {
+            pthread_mutex_lock(&teams_lock);
+            t = atomic_load(&teams[i]);
+            if (!t) {
+                t = aligned_alloc(LINE, (sizeof(struct team) + LINE - 1) / LINE * LINE);
+                if (!t) {
+                    pthread_mutex_unlock(&teams_lock);
+                    return NULL;
+                }
+                memset(t, 0, sizeof *t);
+                pthread_mutex_init(&t->busy, NULL);
+                atomic_store(&teams[i], t);
+            }
+            pthread_mutex_unlock(&teams_lock);
+        }
+        if (pthread_mutex_trylock(&t->busy) == 0)
+            return t;
+    }
+    return NULL;
+}
+
+EXPORT void pysharkrt_parallel(region_fn fn, void *data, unsigned nthreads, unsigned flags)
+{
+    (void)flags;
+    struct team *t;
+    if (nthreads <= 1 || in_region || !(t = take_team())) {
+        run_alone(fn, data);
+        return;
+    }
+    if (nthreads > MAX_THREADS)
+        nthreads = MAX_THREADS;
+    grow(t, (int)nthreads - 1);
+    if (t->nworkers == 0) {
+        pthread_mutex_unlock(&t->busy);
+        run_alone(fn, data);
+        return;
+    }
+    uint32_t s = atomic_load_explicit(&t->seq, memory_order_relaxed) + 1;
+    t->fn = fn;
+    t->data = data;
+    t->nthreads = (int)nthreads;
+    atomic_store_explicit(&t->gate, ((uint64_t)s << 32) | OPEN, memory_order_release);
+    atomic_store(&t->seq, s);
+    if (atomic_load(&t->sleepers) > 0)
+        futex(&t->seq, FUTEX_WAKE, INT_MAX);
+    run_alone(fn, data);
+    uint64_t before = atomic_fetch_and(&t->gate, ~OPEN);
+    if ((before & INSIDE) && !spin_until_empty(&t->gate)) {
+        atomic_store(&t->caller_sleeps, 1);
+        for (;;) {
+            uint32_t seen = atomic_load(&t->left);
+            if ((atomic_load(&t->gate) & INSIDE) == 0)
+                break;
+            futex(&t->left, FUTEX_WAIT, seen);
+        }
+        atomic_store(&t->caller_sleeps, 0);
+    }
+    pthread_mutex_unlock(&t->busy);
+}
+
+EXPORT int pysharkrt_thread_num(void) { return my_num; }
+
+EXPORT int pysharkrt_max_threads(void)
+{
+    int n = atomic_load_explicit(&max_threads, memory_order_relaxed);
+    if (n > 0)
+        return n;
+    n = env_int("OMP_NUM_THREADS", 0);
+    if (n <= 0) {
+        cpu_set_t set;
+        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+        if (n <= 0)
+            n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    }
+    if (n <= 0)
+        n = 1;
+    if (n > MAX_THREADS)
+        n = MAX_THREADS;
+    atomic_store_explicit(&max_threads, n, memory_order_relaxed);
+    return n;
+}
+
+EXPORT const char *pysharkrt_team_kind(void) { return "team"; }
+
+/* The number of workers started in all teams (tests). */
+EXPORT int pysharkrt_team_workers(void)
+{
+    int n = 0;
+    for (int i = 0; i < MAX_TEAMS; i++) {
+        struct team *t = atomic_load(&teams[i]);
+        if (t)
+            n += t->nworkers;
+    }
+    return n;
+}
+
+/* A forked child has only the forking thread: it starts without teams
+   (the parent's are leaked in the child, as their workers do not exist). */
+static void forget_teams(void)
+{
+    for (int i = 0; i < MAX_TEAMS; i++)
+        atomic_store(&teams[i], NULL);
+    pthread_mutex_init(&teams_lock, NULL);
+    in_region = 0;
+    my_num = 0;
+}
+
+__attribute__((constructor)) static void team_init(void)
+{
+    int limit = env_int("OMP_THREAD_LIMIT", 0);
+    atomic_store(&thread_limit, limit);
+    pthread_atfork(NULL, NULL, forget_teams);
+}
+
+#endif
