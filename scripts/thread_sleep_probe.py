@@ -6,8 +6,10 @@ Environment: REPO (the checkout), BENCH (default hotspot_rodinia), SIZE
 (default small), PEER=numba (time the Numba peer instead), LOADED=k (k
 busy-loop processes meanwhile), WINDOWS (default 8), PLACE=t,p
 (hotspot_rodinia: temp and power at these offsets modulo 4096), SHIM=bytes
-(a malloc before timing), GOMP_SPINCOUNT as libgomp reads it. Used for
-docs/cpu-backend.md, "Who sets the spin count" (session 31)."""
+(a malloc before timing), GOMP_SPINCOUNT as libgomp reads it,
+PYSHARK_THREADS=team|gomp and PYSHARK_SPIN_US as codegen/cpu/team.py reads
+them. Used for docs/cpu-backend.md, "The thread team" (session 32) and
+"Before session 32" (session 31)."""
 import os, sys, time, resource
 import numpy as np, pyshark
 from pyshark.benchmarks.suite import BY_NAME

@@ -25,8 +25,8 @@ class Options:
         return asdict(self)
 
 
-#: the most threads num_threads may ask for (a team of more would fail to
-#: start in libgomp, which aborts the process)
+#: the most threads num_threads may ask for (codegen/cpu/team.c's
+#: MAX_THREADS; libgomp, the runtime before it, aborted on larger teams)
 MAX_NUM_THREADS = 1024
 PROCESS_NUM_THREADS: list = [None]     # the process default (set_num_threads)
 
@@ -55,7 +55,8 @@ def set_num_threads(n) -> None:
 def get_num_threads() -> int:
     """The number of threads a cpu entry's parallel loop uses at most in this
     process (Wrappers without num_threads): set_num_threads's value, else
-    libgomp's omp_get_max_threads()."""
+    the team's default (every CPU this process may run on, or
+    OMP_NUM_THREADS; codegen/cpu/team.py)."""
     if PROCESS_NUM_THREADS[0] is not None:
         return PROCESS_NUM_THREADS[0]
     from pyshark.codegen.cpu.team import max_threads

@@ -227,7 +227,7 @@ class _Caller:
                 outs.append((ptr, shape))
                 args += [ctypes.addressof(ptr), ctypes.addressof(shape)]
         ctx = Ctx()
-        # ctx->nthreads: NumThreads of every ParFor (0: libgomp's default)
+        # ctx->nthreads: NumThreads of every ParFor (0: the team's default)
         ctx.nthreads = self.num_threads or PROCESS_NUM_THREADS[0] or 0
         if _thread.get_ident() == _MAIN[0]:
             ctx.sigint = 1          # Ctrl-C stops the call (see the module docstring)

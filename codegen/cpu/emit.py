@@ -1,8 +1,8 @@
 """The cpu backend's emitter entry point: kernel IR module -> LLVM IR text.
 
 emit_llvm.py spells functions and statements, emit_parfor.py spells a ParFor
-(an outlined body run by libgomp), emit_unwind.py the failure paths and
-Ctrl-C; this module hands the ParFor speller to the module emitter, so that
+(an outlined body run by the thread team, team.c), emit_unwind.py the
+failure paths and Ctrl-C; this module hands the ParFor speller to the module emitter, so that
 none of them imports another in a cycle.
 """
 from __future__ import annotations

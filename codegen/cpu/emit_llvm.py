@@ -62,7 +62,7 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   `noalias` on its pointer captures (free_vars_of_block(body) minus i, sorted
   by name, passed by value). When n > 1, parallel_if holds and
   min(NumThreads, n) > 1, the host packs {ctx, n, next = 0, block,
-  captures...} into a stack struct and calls GOMP_parallel(NAME.parforK.omp,
+  captures...} into a stack struct and calls pysharkrt_parallel(NAME.parforK.omp,
   &struct, min(NumThreads, n), 0); on every thread the outlined function
   claims [lo, lo + block) with `atomicrmw add next, block` and calls the
   body function on it until lo >= n (or the ParFor failed). Otherwise the
@@ -73,9 +73,9 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   variable (or through a pointer loaded from memory).
 - For(i, lo, hi): lo and hi are evaluated once, before the first iteration
   (a range, as kir.py reads); While re-evaluates its condition every time.
-- NumThreads: ctx->nthreads when > 0, else omp_get_max_threads().
+- NumThreads: ctx->nthreads when > 0, else pysharkrt_max_threads() (team.c).
 - Entry names must differ from the C/OpenMP functions the module calls
-  (exp, free, aligned_alloc, GOMP_parallel, ...): emit_module raises
+  (exp, free, aligned_alloc, pysharkrt_parallel, ...): emit_module raises
   ValueError; the backend should prefix entry names.
 """
 from __future__ import annotations

@@ -4,8 +4,8 @@
 is emitting:
 - the body function `NAME.parforK(ctx, captures..., lo, hi)` running
   `for i in lo..hi-1` (pointer captures `noalias`);
-- the outlined function `NAME.parforK.omp(data)` that GOMP_parallel runs on
-  every thread: static stealing (libomp's `schedule(static_steal)`;
+- the outlined function `NAME.parforK.omp(data)` that the thread team
+  (team.c's pysharkrt_parallel) runs on every thread: static stealing (libomp's `schedule(static_steal)`;
   `_claim_loop`). The n iterations are cut into blocks of `block`, the
   blocks dealt into S = min(T, MAX_SLOTS) contiguous shares, one per
   thread; thread t claims the blocks of share t mod S in order with
@@ -29,11 +29,12 @@ is emitting:
 - the host side: with n > 1, parallel_if and min(NumThreads, n) > 1 it packs
   {ctx, n, counters, block, S, blocks, captures...} on the stack (the S
   counters zeroed, each on its own cache line) and calls
-  GOMP_parallel with the whole team of NumThreads, even when n is smaller
-  (the threads without a block return at once): libgomp re-forms its team
-  whenever the size differs from the previous region's, and regions of 15,
-  16 and 8 blocks one after another (sgemm at 128 x 160 on 16 threads) took
-  0.27 ms a call against 0.035 ms with one team size; otherwise it calls
+  pysharkrt_parallel with the whole team of NumThreads, even when n is smaller
+  (the threads without a block return at once): libgomp re-formed its team
+  whenever the size differed from the previous region's (regions of 15,
+  16 and 8 blocks one after another, sgemm at 128 x 160 on 16 threads, took
+  0.27 ms a call against 0.035 ms with one team size), and the team keeps
+  the rule; otherwise it calls
   the body function on [0, n) (in strips of SEQ_CHUNK iterations with a
   SIGINT poll between them when the body does not loop; a body that loops
   polls at every iteration); then it unwinds when ctx->code is not 0, and
@@ -59,8 +60,8 @@ copy costs an L1 store and load per element, little beside the memory
 traffic it saves. Each claimed block ends with an `sfence` (x86; `fence seq_cst`
 elsewhere), also before a failing chunk's early return: streaming stores
 are weakly ordered, and the fence orders them before the chunk's return, so
-they reach the other threads like ordinary stores through libgomp's end-of-
-region barrier (whether its locked instructions would order them alone is
+they reach the other threads like ordinary stores through the team's
+end-of-region gate (whether its locked instructions would order them alone is
 then no question). A failing chunk's current block is not copied out:
 kir.Store leaves a failed ParFor's nontemporal results unspecified.
 """
@@ -258,7 +259,7 @@ def _claim_loop(mod, ofn: ir.Function, ob: ir.IRBuilder, octx: ir.Value, c: Clai
     the dynamic schedule dealt them anew each time); under load the others
     take a descheduled thread's blocks, as before. Whoever runs a block
     runs it whole; every block runs once, whatever number of threads
-    libgomp actually starts (one, in link.py's stand-in)."""
+    the team actually starts (one, in the JIT's stand-in)."""
     b = ob
     tid = b.zext(b.call(mod.decls.get("pysharkrt_thread_num", I32, []), []), I64)
     mine = b.urem(tid, c.slots)
@@ -357,7 +358,7 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     bem.finish(None)
     bem.unwind.finish()
 
-    # the outlined function GOMP_parallel runs on every thread: static
+    # the outlined function the team runs on every thread: static
     # stealing (see the module docstring and _claim_loop)
     data_ty = ir.LiteralStructType([PTR, I64, PTR, I64, I64, I64] + cap_types)
     ofn = ir.Function(mod.module, ir.FunctionType(VOID, [PTR]), name=stem + ".omp")
@@ -403,8 +404,8 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     for j, v in enumerate([host.ctx, count, counters, blk, slots, nblocks] + cap_vals):
         b.store(v, b.gep(slot, [I32(0), I32(j)], inbounds=True, source_etype=data_ty))
     team_run = mod.decls.get("pysharkrt_parallel", VOID, [PTR, PTR, I32, I32])
-    # always the whole team (threads without a block return at once): libgomp
-    # re-forms its team when the size changes from one region to the next
+    # always the whole team (threads without a block return at once; libgomp
+    # re-formed its team when the size changed from one region to the next)
     b.call(team_run, [ofn, slot, b.trunc(team, I32), I32(0)])
     b.branch(done)
     b.position_at_end(seq_bb)
