@@ -523,6 +523,17 @@ def _h_rotate(lw: Lowerer, e: ir.Rotate, env, stm):
 
 TRANSPOSE_TILE = 32
 
+#: the work of one transposed scalar element in par_work's units (a unit
+#: is ELEMENTS_PER_UNIT = 2 iterations of a loop-free parallel map; the
+#: tiles' space counts units, lower_base.parallel_if): a strided load and a
+#: store that do not vectorise cost about four map elements. Measured
+#: (session 32): sgemm small's 96 x 160 transpose took 13.3 us on one
+#: thread of the H100 machine's 16-core Intel host, 0.87 ns an element,
+#: against 0.23 ns an element for a map of 128 x 160; on the 2-core Zen 5
+#: 0.29 against 0.08 ns. Counted as one unit, it stayed on one thread below
+#: 16384 elements and was half of sgemm small's time on that host.
+TRANSPOSE_ELEMENT_WORK = 2
+
 
 def tile_bounds(lw: Lowerer, t: K.Expr, n: K.Expr, m: K.Expr, ti: int, tj: int):
     """[i0, i1) x [j0, j1): tile t of an n x m space cut in ti x tj tiles,
@@ -566,8 +577,12 @@ def _h_transpose(lw: Lowerer, e: ir.Transpose, env, stm):
                     lw.emit(K.Store(out.data, dst, K.Load(a.data, src)))
             lw.for_range("j", j0, j1, col)
         lw.for_range("i", i0, i1, row)
+    # rows of a higher-rank array move by CopyMem (contiguous); scalars one
+    # strided load at a time (TRANSPOSE_ELEMENT_WORK)
+    weight = S.const(1 if rest else TRANSPOSE_ELEMENT_WORK, I64)
     lw.par_for("t", tile_count(lw, n1, n0, TRANSPOSE_TILE, TRANSPOSE_TILE), one_tile,
-               space=lw.let("space", S.b("mul", S.b("mul", n0, n1), inner)))
+               space=lw.let("space", S.b("mul", S.b("mul", S.b("mul", n0, n1), inner),
+                                         weight)))
     return [out]
 
 

@@ -144,7 +144,10 @@ def tr(xss: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.Array[ps.f32]]:
 
 
 @pytest.mark.parametrize("rows,cols,par", [(16, 64, False), (256, 256, True), (1, 1 << 15, True),
-                                           (0, 1 << 20, False)])
+                                           (0, 1 << 20, False), (64, 127, False), (64, 128, True),
+                                           (96, 160, True)])
 def test_tiles_count_the_elements_of_their_space(rows, cols, par):
+    # a transposed scalar counts TRANSPOSE_ELEMENT_WORK = 2 units: parallel
+    # from par_min / 4 = 8192 elements (sgemm small's B, 96 x 160, included)
     m = lower(TRANSPOSE)
     assert goes_parallel(m, "tr", {"_n0": rows, "_n1": cols}) is par
