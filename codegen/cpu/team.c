@@ -29,10 +29,12 @@
      the gate (no worker enters after that, so a descheduled worker cannot
      hold the region up) and waits only for the workers inside.
    Every wait spins for a time (PYSHARK_SPIN_US microseconds, default
-   SPIN_US_DEFAULT; a clock, not a count of pauses) and then sleeps on a
-   futex; a wake is a system call only when someone sleeps. This is the
-   shape of libomp's and TBB's hybrid waits; the gate replaces the join
-   barrier the way a completion counter does in work-stealing runtimes.
+   SPIN_US_DEFAULT; a clock, not a count of pauses), then yields the CPU
+   until PYSHARK_YIELD_US (default YIELD_US_DEFAULT) have passed, and then
+   sleeps on a futex; a wake is a system call only when someone sleeps.
+   This is the shape of TBB's and libomp's hybrid waits (spin, yield,
+   block); the gate replaces the join barrier the way a completion counter
+   does in work-stealing runtimes.
 
    Callers on several Python threads at once each get a team of their own
    (up to MAX_TEAMS teams; beyond that a region runs on its caller alone),
@@ -77,6 +79,7 @@ EXPORT const char *pysharkrt_team_kind(void) { return "gomp"; }
 #define MAX_THREADS 1024        /* wrapper/backend.MAX_NUM_THREADS */
 #define MAX_TEAMS 8
 #define SPIN_US_DEFAULT 300
+#define YIELD_US_DEFAULT 3000
 #define LINE 64
 #define OPEN ((uint64_t)1 << 31)
 #define INSIDE (OPEN - 1)
@@ -106,6 +109,7 @@ struct worker_start {
 static struct team *_Atomic teams[MAX_TEAMS];
 static pthread_mutex_t teams_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Atomic long spin_ns = -1;
+static _Atomic long yield_ns = -1;
 static _Atomic int max_threads = 0;
 static _Atomic int thread_limit = 0;
 static __thread int my_num = 0;
@@ -144,49 +148,53 @@ static int env_int(const char *name, int fallback)
     return (int)v;
 }
 
-static long spin_budget(void)
+static long budget_ns(_Atomic long *cache, const char *name, int fallback_us)
 {
-    long ns = atomic_load_explicit(&spin_ns, memory_order_relaxed);
+    long ns = atomic_load_explicit(cache, memory_order_relaxed);
     if (ns < 0) {
-        ns = (long)env_int("PYSHARK_SPIN_US", SPIN_US_DEFAULT) * 1000L;
-        atomic_store_explicit(&spin_ns, ns, memory_order_relaxed);
+        ns = (long)env_int(name, fallback_us) * 1000L;
+        atomic_store_explicit(cache, ns, memory_order_relaxed);
     }
     return ns;
 }
 
-/* Spins until *word != old or the spin budget is spent; 1 if it changed. */
-static int spin_while_equal32(_Atomic uint32_t *word, uint32_t old)
+/* Whether the awaited change has happened (the two waits of the team). */
+struct awaited {
+    _Atomic uint32_t *word;     /* changed: *word != old */
+    uint32_t old;
+    _Atomic uint64_t *gate;     /* or: no worker inside the gate */
+};
+
+static inline int arrived(const struct awaited *w)
 {
-    long budget = spin_budget(), t0 = 0;
-    for (;;) {
-        for (int k = 0; k < 64; k++) {
-            if (atomic_load_explicit(word, memory_order_acquire) != old)
-                return 1;
-            relax();
-        }
-        long t = now_ns();
-        if (t0 == 0)
-            t0 = t;
-        else if (t - t0 >= budget)
-            return 0;
-    }
+    if (w->gate)
+        return (atomic_load_explicit(w->gate, memory_order_acquire) & INSIDE) == 0;
+    return atomic_load_explicit(w->word, memory_order_acquire) != w->old;
 }
 
-/* Spins until no worker is inside the gate or the budget is spent. */
-static int spin_until_empty(_Atomic uint64_t *gate)
+/* Waits for `w` by spinning (pause) for PYSHARK_SPIN_US, then yielding the
+   CPU (sched_yield: another runnable thread on this CPU runs first) until
+   PYSHARK_YIELD_US have passed; 1 if it arrived, 0 if the caller should
+   sleep. The yield phase keeps a worker ready through a host-side gap of
+   a few milliseconds on an idle machine (a futex wake costs 0.1 ms in a VM)
+   without taking a busy machine's CPU from anyone who needs it. */
+static int wait_a_while(const struct awaited *w)
 {
-    long budget = spin_budget(), t0 = 0;
+    long spin = budget_ns(&spin_ns, "PYSHARK_SPIN_US", SPIN_US_DEFAULT);
+    long yield = budget_ns(&yield_ns, "PYSHARK_YIELD_US", YIELD_US_DEFAULT);
+    long t0 = now_ns();
     for (;;) {
         for (int k = 0; k < 64; k++) {
-            if ((atomic_load_explicit(gate, memory_order_acquire) & INSIDE) == 0)
+            if (arrived(w))
                 return 1;
             relax();
         }
-        long t = now_ns();
-        if (t0 == 0)
-            t0 = t;
-        else if (t - t0 >= budget)
-            return 0;
+        long t = now_ns() - t0;
+        if (t >= spin) {
+            if (t >= yield)
+                return 0;
+            sched_yield();
+        }
     }
 }
 
@@ -209,7 +217,8 @@ static void *worker(void *arg)
     my_num = start.num;
     in_region = 1;
     for (;;) {
-        if (!spin_while_equal32(&t->seq, seen)) {
+        struct awaited next = {&t->seq, seen, NULL};
+        if (!wait_a_while(&next)) {
             atomic_fetch_add(&t->sleepers, 1);
             while (atomic_load(&t->seq) == seen)
                 futex(&t->seq, FUTEX_WAIT, seen);
@@ -328,7 +337,8 @@ EXPORT void pysharkrt_parallel(region_fn fn, void *data, unsigned nthreads, unsi
         futex(&t->seq, FUTEX_WAKE, INT_MAX);
     run_alone(fn, data);
     uint64_t before = atomic_fetch_and(&t->gate, ~OPEN);
-    if ((before & INSIDE) && !spin_until_empty(&t->gate)) {
+    struct awaited empty = {NULL, 0, &t->gate};
+    if ((before & INSIDE) && !wait_a_while(&empty)) {
         atomic_store(&t->caller_sleeps, 1);
         for (;;) {
             uint32_t seen = atomic_load(&t->left);

@@ -163,9 +163,17 @@ def _run(tmp_path, **env):
 
 
 def test_no_spinning_every_wake_through_the_futex(tmp_path):
-    # PYSHARK_SPIN_US=0: workers sleep at once, so most regions close their
-    # gate before some worker wakes (it must then not run the region)
-    r = _run(tmp_path, PYSHARK_SPIN_US="0", PYSHARK_THREADS="team")
+    # no spin and no yield phase: workers sleep at once, so most regions
+    # close their gate before some worker wakes (it must then not run the
+    # region)
+    r = _run(tmp_path, PYSHARK_SPIN_US="0", PYSHARK_YIELD_US="0", PYSHARK_THREADS="team")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-2:] == ["team", "True"]
+
+
+def test_yielding_workers(tmp_path):
+    # no spin, only the yield phase (sched_yield until 3 ms)
+    r = _run(tmp_path, PYSHARK_SPIN_US="0", PYSHARK_THREADS="team", ROUNDS="100")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split()[-2:] == ["team", "True"]
 

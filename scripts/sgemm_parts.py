@@ -1,0 +1,36 @@
+"""sgemm small's parts at 1, 4, 8, 16 threads: the whole entry, the product
+with B already transposed, the transpose alone, numpy's pieces."""
+import os, time
+import numpy as np, pyshark
+from pyshark.benchmarks.suite import BY_NAME
+REPO = os.environ.get("REPO", ".")
+b = BY_NAME["sgemm"]
+A, B, C, alpha, beta = b.make_inputs(os.environ.get("SIZE", "small"), 0)
+BT = np.ascontiguousarray(B.T)
+SRC = '''
+import pyshark.prelude as ps
+M = ps.Array[ps.Array[ps.f32]]
+@ps.entry
+def prod_t(a: M, bt: M) -> M:
+    return ps.map(lambda xs: ps.map(lambda ys: ps.sum(ps.map(lambda x, y: x * y, xs, ys)), bt), a)
+@ps.entry
+def trans(b: M) -> M:
+    return ps.map(lambda r: ps.map(lambda x: x * ps.f32(1.0), r), ps.transpose(b))
+@ps.entry
+def twice(c: M) -> M:
+    return ps.map(lambda r: ps.map(lambda x: x * ps.f32(2.0), r), c)
+'''
+def best(f, *a):
+    f(*a); m = 1e9
+    for _ in range(7):
+        t0 = time.perf_counter(); j = 0
+        while time.perf_counter() - t0 < 0.02: f(*a); j += 1
+        m = min(m, (time.perf_counter() - t0) / j)
+    return m * 1e6
+for nt in (1, 4, 8, 16):
+    w = pyshark.Wrapper("cpu", num_threads=nt).add_source_file(f"{REPO}/benchmarks/programs/sgemm.py").compile_and_load()
+    w.wait_optimised()
+    v = pyshark.Wrapper("cpu", num_threads=nt).add_source(SRC, name="parts").compile_and_load()
+    v.wait_optimised()
+    print(f"threads {nt:2d}: sgemm {best(w.sgemm, A, B, C, alpha, beta):6.1f}  prod_t {best(v.prod_t, A, BT):6.1f}"
+          f"  trans {best(v.trans, B):5.1f}  twice {best(v.twice, C):5.1f}  np.empty_like(C) {best(np.empty_like, C):4.1f} us", flush=True)
