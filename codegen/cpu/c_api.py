@@ -31,7 +31,8 @@ HEADER = """\
 /* A context carries the error of the last call that failed. Make one with
    pyshark_ctx_new() (or zero a pyshark_ctx yourself), pass it to any number
    of calls from one thread at a time, and free it with pyshark_ctx_free().
-   ctx->nthreads > 0 caps the threads of parallel loops (0: OpenMP's default).
+   ctx->nthreads > 0 caps the threads of parallel loops (0: every CPU, or
+   OMP_NUM_THREADS).
    ctx->sigint != 0: a SIGINT (Ctrl-C) during a call stops it within about a
    millisecond with code 8 (KeyboardInterrupt). For the call's duration the
    entry installs its own SIGINT handler, which calls the handler it

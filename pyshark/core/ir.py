@@ -460,6 +460,21 @@ class Entry:
     loc: Optional[Loc] = None
 
 
+#: entry names the compiled libraries' own C API takes: each entry is
+#: exported as pyshark_<name>, and so are the cpu library's functions
+#: (codegen/cpu/c_api.py, emit_unwind.py) and every pyshark_ocl_* of the
+#: opencl library (codegen/opencl/native/); the front end rejects entries
+#: of these names, and with this prefix, on every backend
+C_API_NAMES = frozenset({"ctx_new", "ctx_free", "error_message", "stop_calls"})
+C_API_PREFIX = "ocl_"
+
+
+def is_c_api_name(name: str) -> bool:
+    """Whether an entry called `name` would clash with a compiled library's
+    own C API (C_API_NAMES, C_API_PREFIX)."""
+    return name in C_API_NAMES or name.startswith(C_API_PREFIX)
+
+
 @dataclass
 class Program:
     functions: dict[str, FunDef]

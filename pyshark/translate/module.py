@@ -19,6 +19,7 @@ import libcst as cst
 
 from ..compile_times import stage
 from ..core import ir
+from ..core.ir import C_API_NAMES, C_API_PREFIX, is_c_api_name
 from ..core.traverse import iter_stms
 from ..core.types import SRecord, SType
 from ..errors import CompileError
@@ -192,6 +193,13 @@ class ModuleEnv:
                                 hint="only @ps.entry and @pyshark.jit are supported")
         if name in self.functions:
             raise src.error(node.name, f"function '{name}' is defined twice")
+        if is_entry and is_c_api_name(name):
+            why = (f"every compiled library exports pyshark_{name} as part of its C API"
+                   if name in C_API_NAMES else
+                   f"names starting with '{C_API_PREFIX}' belong to the opencl library's C API "
+                   f"(pyshark_{C_API_PREFIX}*)")
+            raise src.error(node.name, f"an entry may not be called '{name}': {why}",
+                            hint=f"rename the entry (e.g. '{name}_')")
         self.functions[name] = TopFun(name, node, is_entry)
 
     def parse_signature(self, top: TopFun) -> None:

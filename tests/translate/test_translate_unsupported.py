@@ -153,6 +153,34 @@ def test_entry_decorator_with_parentheses_rejected():
         """, contains="@ps.entry takes no arguments")
 
 
+@pytest.mark.parametrize("name", sorted(__import__("pyshark.core.ir", fromlist=["x"]).C_API_NAMES)
+                         + ["ocl_source", "ocl_call"])
+def test_an_entry_may_not_take_a_c_api_name(name):
+    # every compiled library exports pyshark_<entry> beside pyshark_ctx_new,
+    # pyshark_ctx_free, pyshark_error_message and pyshark_stop_calls: an
+    # entry of one of those names clashed in LLVM (ctx_new) or, worse,
+    # replaced the tier swap's stop function (stop_calls); the opencl
+    # library's are all pyshark_ocl_*
+    err = reject(f"""
+        @ps.entry
+        def {name}(n: int) -> int:  # <-
+            return n
+        """, contains=f"an entry may not be called '{name}'")
+    assert f"{name}_" in err.hint
+
+
+def test_a_helper_may_take_a_c_api_name():
+    from translate_helpers import run
+    assert run("""
+        def ctx_new(n: int) -> int:
+            return n + 1
+
+        @ps.entry
+        def f(n: int) -> int:
+            return ctx_new(n)
+        """, "f", 41) == 42
+
+
 @pytest.mark.parametrize("call,spelling", [
     ("np.sum(xs)", "use ps.sum"), ("np.empty(3)", "ps.replicate(n, ps.f32(0))"),
     ("np.float32(0)", "ps.f32(x)"), ("np.cumsum(xs)", "ps.scan(lambda a, b: a + b, 0, xs)"),
