@@ -1,6 +1,8 @@
 """Building and loading the small CPython extensions of the backends' host
 code (the C fast paths of entry calls: codegen/cpu/fastcall.c,
-codegen/opencl/native/fastcall.c), and finding the system C compiler.
+codegen/opencl/native/fastcall.c) and other C the backends build on first
+use (`build_shared`: the cpu backend's thread team, codegen/cpu/team.c, as
+a shared library and as an object), and finding the system C compiler.
 
 An extension is built at first use, not at install time (PyShark installs
 as pure Python): `cc -O2 -fPIC -shared` against this interpreter's Python.h

@@ -26,7 +26,7 @@ def load_library(path_or_ir: Union[str, Path]) -> Library:
     with open(path, "rb") as fh:
         magic = fh.read(4)
     if magic in BINARY_MAGIC or magic[:2] == b"MZ":
-        # the module's pyshark_parallel & co. resolve to the team's runtime
+        # the process's one team first (team.py): the module's pysharkrt_* resolve to it
         if ensure_runtime() is None:
             raise RuntimeError(f"cannot load {path.name}: {why_not()}")
         return Library("so", ctypes.CDLL(str(path.resolve())), path=path)

@@ -1,11 +1,13 @@
 """The thread team that runs the cpu backend's parallel loops (team.c).
 
 A compiled module calls `pysharkrt_parallel`, `pysharkrt_thread_num` and
-`pysharkrt_max_threads` and does not link them: `ensure_runtime()` builds
-team.c with the system C compiler (once per machine, cached in the temp
-folder like the fast-call extensions) and loads it with RTLD_GLOBAL before
-the first module is loaded, so the modules' references resolve to it. The
-JIT path (no C compiler) binds the same names with `jit_symbols()`.
+`pysharkrt_max_threads`. Its link includes team.c's object (`link_inputs`),
+so a library from `pyshark build` runs from C with a team of its own; in
+Python, `ensure_runtime()` first builds team.c as a shared library (once
+per machine, cached in the temp folder like the fast-call extensions) and
+loads it with RTLD_GLOBAL, which comes first in every module's symbol
+lookup, so all the process's modules share its one team. The JIT path (no
+C compiler) binds the same names with `jit_symbols()`.
 
 PYSHARK_THREADS chooses the runtime: `team` (the default; PyShark's own
 team, see team.c for the algorithm and docs/cpu-backend.md, "Threads and
@@ -140,7 +142,7 @@ def _libgomp() -> Optional[ctypes.CDLL]:
 def max_threads() -> int:
     """The default team size (every CPU this process may run on, or
     OMP_NUM_THREADS), as the modules see it; 1 where nothing can run a team."""
-    lib = _STATE.get("module") if "module" in _STATE else ensure_runtime()
+    lib = ensure_runtime()
     if lib is None:
         lib = _libgomp()
         if lib is None:
