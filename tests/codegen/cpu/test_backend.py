@@ -123,6 +123,53 @@ def test_build_and_call_from_c(tmp_path):
     assert w.dot(np.ones(3, np.float32), np.ones(3, np.float32)) == 3.0
 
 
+_TEAM_MAIN = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "module.h"
+static int threads(void) {            /* this process's threads (Linux) */
+    FILE *f = fopen("/proc/self/status", "r"); char line[256]; int n = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, "Threads:", 8) == 0) n = atoi(line + 8);
+    if (f) fclose(f);
+    return n;
+}
+int main(void) {
+    int64_t n = (1 << 20) + 3, shape[1];
+    float *xs = malloc(n * sizeof *xs), *ys = malloc(n * sizeof *ys), *res = 0;
+    for (int64_t i = 0; i < n; i++) { xs[i] = (float)(i % 1000); ys[i] = 1.0f; }
+    pyshark_ctx ctx = {0};
+    ctx.nthreads = 4;
+    int bad = 0;
+    for (int k = 0; k < 50; k++) {
+        if (pyshark_saxpy(&ctx, 2.0f, xs, n, ys, n, &res, shape)) return 1;
+        for (int64_t i = 0; i < n; i++) bad += res[i] != 2.0f * (float)(i % 1000) + 1.0f;
+        free(res);
+    }
+    printf("%lld %d %d\n", (long long)shape[0], bad, threads());
+    return 0;
+}
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/status")
+def test_a_c_program_runs_the_library_s_own_team(tmp_path):
+    # the library carries team.c's object: outside Python its parallel loops
+    # start their own workers (3 besides the caller for nthreads = 4)
+    out = tmp_path / "saxpy-cpu"
+    _, cc = _build_for_c(SAXPY, out)
+    prog = tmp_path / "team.c"
+    prog.write_text(_TEAM_MAIN)
+    exe = tmp_path / "team"
+    subprocess.run([cc, str(prog), "-I", str(out), str(out / "module.so"), "-o", str(exe),
+                    f"-Wl,-rpath,{out}"], check=True)
+    got = subprocess.run([str(exe)], capture_output=True, text=True, check=True,
+                         timeout=120).stdout.split()
+    assert got[:2] == [str((1 << 20) + 3), "0"]
+    assert int(got[2]) == 4
+
+
 ERRORS_SRC = """
 @ps.entry
 def at(xs: ps.Array[int], i: int) -> int:
