@@ -6,8 +6,10 @@ Environment: REPO (the checkout), SIZE (default small), THREADS (default
 1,4,8,16), NUMBA=1. Session 32 (benchmarks/README.md): probes/4-* ran it
 as is, probes/3-sgemm-threads.txt an earlier form of it with the whole
 entry and Numba only at 1,2,4,8,12,16 threads."""
-import os, time
+import os, sys
 import numpy as np, pyshark
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_util import best_ms  # noqa: E402
 from pyshark.benchmarks.suite import BY_NAME
 REPO = os.environ.get("REPO", ".")
 b = BY_NAME["sgemm"]
@@ -27,12 +29,7 @@ def twice(c: M) -> M:
     return ps.map(lambda r: ps.map(lambda x: x * ps.f32(2.0), r), c)
 '''
 def best(f, *a):
-    f(*a); m = 1e9
-    for _ in range(7):
-        t0 = time.perf_counter(); j = 0
-        while time.perf_counter() - t0 < 0.02: f(*a); j += 1
-        m = min(m, (time.perf_counter() - t0) / j)
-    return m * 1e6
+    return best_ms(f, *a, windows=7, window_s=0.02) * 1e3
 nb = None
 if os.environ.get("NUMBA") == "1":
     import numba

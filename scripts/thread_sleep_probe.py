@@ -12,21 +12,17 @@ them. Used for docs/cpu-backend.md, "The thread team" (session 32) and
 "Before session 32" (session 31)."""
 import os, sys, time, resource
 import numpy as np, pyshark
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from probe_util import placed  # noqa: E402
 from pyshark.benchmarks.suite import BY_NAME
 REPO = os.environ["REPO"]
 b = BY_NAME[os.environ.get("BENCH", "hotspot_rodinia")]
 args = b.make_inputs(os.environ.get("SIZE", "small"), 0)
 it, temp, power = (args + (None, None, None))[:3]
 keep = []
-def placed(a, off):
-    buf = np.empty(a.nbytes + 8192, np.uint8); keep.append(buf)
-    base = (-buf.ctypes.data) % 4096
-    v = buf[base + off: base + off + a.nbytes].view(a.dtype).reshape(a.shape)
-    v[...] = a
-    return v
 if os.environ.get("PLACE") and b.name == "hotspot_rodinia":
     t_, p_ = (int(x) for x in os.environ["PLACE"].split(","))
-    temp, power = placed(temp, t_), placed(power, p_)
+    temp, power = placed(temp, t_, keep), placed(power, p_, keep)
 w = pyshark.Wrapper("cpu").add_source_file(f"{REPO}/benchmarks/programs/{b.module}.py").compile_and_load()
 w.wait_optimised()
 fn = getattr(w, b.entry)
