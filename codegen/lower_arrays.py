@@ -229,7 +229,12 @@ def _h_size(lw: Lowerer, e: ir.Size, env, stm):
 
 def _slice_dim(lw: Lowerer, d: ir.SliceDim, n: K.Expr, env, loc):
     """(start, length, step) of a Python slice of a dimension of length n
-    (PySlice_AdjustIndices)."""
+    (PySlice_AdjustIndices). A whole dimension (`:`) is (0, n, 1) itself:
+    an array's dimensions are never negative, and the general formula,
+    max(n, 0) to anyone who does not know that, kept checks that compare
+    the slice's length with n (a row zipped with another) in every row."""
+    if d.start is None and d.stop is None and d.step is None:
+        return ZERO, n, ONE
     step = _i64(lw, lw.scalar(d.step, env)) if d.step is not None else ONE
     if not isinstance(step, K.KConst):
         lw.check(S.b("ne", step, ZERO), "ValueError", "slice step cannot be zero", loc)
