@@ -64,15 +64,20 @@ def quiet_gomp_spin() -> None:
     os.environ["GOMP_SPINCOUNT"] = GOMP_SPINCOUNT_DEFAULT
 
 
-def _build(kind: str) -> Path:
-    if kind == "gomp":
-        return build_shared(SOURCE, "pyshark-team-gomp",
-                            ["-fvisibility=hidden", "-DPYSHARK_TEAM_GOMP", "-fopenmp"],
-                            ["-fopenmp"])
-    if not sys.platform.startswith("linux"):
+#: per runtime kind: the compiler flags and the link flag its code needs
+_FLAGS = {"team": (["-pthread"], "-pthread"),
+          "gomp": (["-DPYSHARK_TEAM_GOMP", "-fopenmp"], "-fopenmp")}
+
+
+def _build(kind: str, output: str = "-shared") -> Path:
+    """team.c built for `kind` as a shared library, or (output="-c") an
+    object; cached in the temp folder (native_ext.build_shared)."""
+    if kind == "team" and not sys.platform.startswith("linux"):
         raise RuntimeError("PyShark's team needs Linux (futex)")
-    return build_shared(SOURCE, "pyshark-team", ["-fvisibility=hidden", "-pthread"],
-                        ["-pthread"])
+    flags, link = _FLAGS[kind]
+    return build_shared(SOURCE, f"pyshark-{'team' if kind == 'team' else 'team-gomp'}", flags,
+                        [] if output == "-c" else [link],
+                        suffix=".o" if output == "-c" else ".so", output=output)
 
 
 def link_inputs() -> list:
@@ -84,14 +89,9 @@ def link_inputs() -> list:
     library's own copy. The libgomp variant where the team cannot be built
     (not Linux)."""
     try:
-        if not sys.platform.startswith("linux"):
-            raise RuntimeError("not Linux")
-        obj = build_shared(SOURCE, "pyshark-team", ["-pthread"], suffix=".o", output="-c")
-        return [str(obj), "-pthread"]
+        return [str(_build("team", "-c")), _FLAGS["team"][1]]
     except RuntimeError:
-        obj = build_shared(SOURCE, "pyshark-team-gomp", ["-DPYSHARK_TEAM_GOMP", "-fopenmp"],
-                           suffix=".o", output="-c")
-        return [str(obj), "-fopenmp"]
+        return [str(_build("gomp", "-c")), _FLAGS["gomp"][1]]
 
 
 def _load() -> ctypes.CDLL:
