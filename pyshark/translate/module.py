@@ -198,8 +198,9 @@ class ModuleEnv:
                    if name in C_API_NAMES else
                    f"names starting with '{C_API_PREFIX}' belong to the opencl library's C API "
                    f"(pyshark_{C_API_PREFIX}*)")
+            other = f"{name}_" if name in C_API_NAMES else f"my_{name}"
             raise src.error(node.name, f"an entry may not be called '{name}': {why}",
-                            hint=f"rename the entry (e.g. '{name}_')")
+                            hint=f"rename the entry (e.g. '{other}')")
         self.functions[name] = TopFun(name, node, is_entry)
 
     def parse_signature(self, top: TopFun) -> None:
