@@ -87,6 +87,53 @@ def test_what_the_rule_does_not_allow_stays_as_written(case):
     assert contract_products(m).functions[0].body == m.functions[0].body
 
 
+@pytest.mark.parametrize("spelled", ["loaded variable", "load itself"])
+def test_an_accumulator_from_memory_is_not_contracted(spelled):
+    """acc = q[k]; s = acc + x*y; q[k] = s: the chain runs through memory
+    and an FMA would lengthen it (contract.py's docstring); a register
+    accumulator beside it in the same block is still contracted."""
+    q = K.KVar("q", K.Ptr(F32))
+    k = K.KConst(0, I64)
+    load = K.Load(q, k)
+    if spelled == "loaded variable":
+        stms = [*INIT, K.Set(v("a"), load), PROD,
+                K.Set(S, K.Bin("add", v("a"), T, reassoc=True))]
+    else:
+        stms = [*INIT, PROD, K.Set(S, K.Bin("add", load, T, reassoc=True))]
+    stms += [K.Store(q, k, S), K.Set(v("t2"), K.Bin("mul", X, Y)),
+             K.Set(v("s2"), K.Bin("add", ACC, v("t2"), reassoc=True))]
+    m = contract_products(fn(*stms, params=(q,)))
+    K.check_module(m)
+    adds = [e for e in block_exprs(m.functions[0].body)
+            if isinstance(e, K.Bin) and e.op == "add" and e.reassoc]
+    assert [a.contract for a in adds] == [False, True]
+    nested = fn(*INIT, K.Set(v("a"), load),
+                K.Set(S, K.Bin("add", v("a"), K.Bin("mul", X, Y), reassoc=True)),
+                params=(q,))
+    assert contract_products(nested).functions[0].body == nested.functions[0].body
+
+
+def test_a_column_reduction_of_products_is_not_contracted():
+    """A matrix-vector product by columns (mc/colred.py: each chunk's
+    partial sums are loaded, added to and stored per row) keeps its add and
+    multiply apart; its result agrees with Python mode (test_colred.py)."""
+    src = textwrap.dedent("""
+        import pyshark.prelude as ps
+
+        @ps.entry
+        def colsum(l1: ps.Array[ps.f32], m: ps.Array[ps.Array[ps.f32]]) -> ps.Array[ps.f32]:
+            t = ps.transpose(m)
+            return ps.map(lambda row: ps.sum(ps.map(lambda a, b: a * b, row, l1)), t)
+    """)
+    program = translate_source(src, "<test>")
+    check_program(program)
+    m = ST.run_stages(program, ST.pipeline_for(None), check=True)
+    assert _marked(m, "colsum") == 0
+    loads_added = [e for e in block_exprs(m.functions[0].body)
+                   if isinstance(e, K.Bin) and e.op == "add" and e.reassoc]
+    assert loads_added, "the column reduction's operator add is there"
+
+
 def test_checker_refuses_contract_off_float_add_and_mul():
     bad = fn(K.Set(v("a", I64), K.Bin("add", K.KConst(1, I64), K.KConst(2, I64),
                                       contract=True)))
