@@ -369,7 +369,10 @@ class For:
     `simd` False is a hint that vector code for this loop is expected to be
     slower than scalar code on the target (a scatter's dense indirect stores
     on a CPU whose vector scatter is slow: mc/scatter.py), so a backend
-    should not vectorize it (no change of meaning)."""
+    should not vectorize it (no change of meaning). `max_trip` > 0 says
+    that the loop never runs more than that many iterations (a tile's row:
+    mc/segmap.py), so a backend should not spend a row's few iterations on
+    wide unrolled vector code (the cpu backend does not interleave it)."""
     var: KVar
     lo: Expr
     hi: Expr
@@ -377,6 +380,7 @@ class For:
     unroll: int = 0
     independent: bool = False
     simd: bool = True
+    max_trip: int = 0
 
 
 @dataclass(frozen=True)

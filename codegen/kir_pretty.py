@@ -59,7 +59,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}}}")
         elif isinstance(s, K.For):
             hint = (f" unroll {s.unroll}" if s.unroll > 1 else "") + (
-                " independent" if s.independent else "") + ("" if s.simd else " scalar")
+                " independent" if s.independent else "") + ("" if s.simd else " scalar") + (
+                f" trip <= {s.max_trip}" if s.max_trip else "")
             out.append(f"{ind}for {s.var.name} in {pretty_expr(s.lo)}..{pretty_expr(s.hi)}{hint} {{")
             _lines(s.body, ind + "  ", out, messages)
             out.append(f"{ind}}}")

@@ -71,7 +71,7 @@ STM_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     K.CopyMem: (("dst", _E), ("src", _E), ("count", _E)),
     K.If: (("cond", _E), ("then", BLOCK), ("orelse", BLOCK)),
     K.For: (("var", BINDER), ("lo", _E), ("hi", _E), ("body", BLOCK), ("unroll", _S),
-              ("independent", _S), ("simd", _S)),
+              ("independent", _S), ("simd", _S), ("max_trip", _S)),
     K.While: (("cond", _E), ("body", BLOCK)),
     K.Fail: (("kind", _S), ("msg", _S), ("args", EXPRS)),
     K.ParFor: (("var", BINDER), ("count", _E), ("body", BLOCK), ("parallel_if", OPT_EXPR),

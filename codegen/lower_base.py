@@ -311,11 +311,11 @@ class Lowerer:
             f.at_least = saved
 
     def for_range(self, hint: str, lo: K.Expr, hi: K.Expr, body: Callable[[K.KVar], None],
-                  unroll: int = 0, simd: bool = True):
+                  unroll: int = 0, simd: bool = True, max_trip: int = 0):
         i = self.var(hint, I64)
         with self.block() as blk, self.loop_facts(i, lo, hi):
             body(i)
-        self.emit(K.For(i, lo, hi, blk[0], unroll, simd=simd))
+        self.emit(K.For(i, lo, hi, blk[0], unroll, simd=simd, max_trip=max_trip))
 
     def par_for(self, hint: str, n: K.Expr, body: Callable[[K.KVar], None],
                 space: Optional[K.Expr] = None):

@@ -144,6 +144,13 @@ CAST_SPELLINGS = {
     **{(c, "b"): ("ne0", None) for c in "fsu"},
 }
 
+#: a loop whose kir.For.max_trip is at most this is not interleaved (its
+#: vector loop handles one vector an iteration): segmap's tile rows, 16 and
+#: 256 elements. backprop's weight update, 16 columns a row, one thread of
+#: the 2-core Zen 5: 0.167 -> 0.123 ms a call (docs/cpu-backend.md,
+#: "Short rows").
+SHORT_TRIP = 256
+
 
 # ---------------------------------------------------------------------------
 # Types
@@ -444,7 +451,8 @@ class FnEmitter:
             b.position_at_end(merge)
         elif isinstance(s, K.For):
             poll = 0 if self.in_par else host_poll_stride(s.body)
-            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll, s.simd)
+            self.for_loop(s.var, self.expr(s.lo), self.expr(s.hi), s.body, poll, s.simd,
+                          s.max_trip)
         elif isinstance(s, K.While):
             head, body, done = (self.new_block("while.cond"), self.new_block("while.body"),
                                 self.new_block("while.end"))
@@ -502,16 +510,20 @@ class FnEmitter:
         poll(self, self.mod.interrupt_message())
 
     def for_loop(self, var: K.KVar, lo: ir.Value, hi: ir.Value, body: K.Block,
-                 poll: int = 0, simd: bool = True):
+                 poll: int = 0, simd: bool = True, max_trip: int = 0):
         """for var in lo..hi-1: body; `poll` 1 polls for SIGINT at every back
         edge, k > 1 every k iterations (an outer loop over strips of k, so
         the inner loop keeps its one exit and is optimised as before);
         `simd` False (kir.For.simd) marks the back edge with loop metadata
-        that keeps LLVM's loop vectorizer off it."""
+        that keeps LLVM's loop vectorizer off it; `max_trip` (kir.For) up to
+        SHORT_TRIP, with metadata that keeps its vector loop to one vector an
+        iteration (LLVM interleaves 4 by default: a 16-element row then
+        runs an 8-wide remainder loop twice, on AVX-512 as on AVX2)."""
         b = self.b
         if poll > 1:
             strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body,
-                                                                        simd=simd))
+                                                                        simd=simd,
+                                                                        max_trip=max_trip))
             return
         pre = b.block
         head, body_bb, done = (self.new_block("for.cond"), self.new_block("for.body"),
@@ -531,7 +543,11 @@ class FnEmitter:
             i.add_incoming(nxt, b.block)
             latch = b.branch(head)
             if not simd:
-                latch.set_metadata("llvm.loop", self.mod.no_vectorize_md())
+                latch.set_metadata("llvm.loop", self.mod.loop_md(("llvm.loop.vectorize.enable",
+                                                                  ir.Constant(_I1, 0))))
+            elif 0 < max_trip <= SHORT_TRIP:
+                latch.set_metadata("llvm.loop", self.mod.loop_md(("llvm.loop.interleave.count",
+                                                                  _I32(1))))
         b.position_at_end(done)
 
     def fail(self, code: int, msg: int, args: list):
@@ -623,7 +639,7 @@ class ModEmitter:
             triple = llvm.get_process_triple()
         self.x86 = triple.split("-")[0] in ("x86_64", "i386", "i686")
         self._nontemporal_md = None
-        self._loop_ids = 0              # no_vectorize_md: a distinct loop id each
+        self._loop_ids = 0              # loop_md: a distinct loop id each
         # SIGINT arming spells Linux's struct sigaction (emit_unwind.py)
         self.runtime = Runtime(self.module, self.decls, sigaction_ok=(
             "linux" in triple and triple.split("-")[0] in ("x86_64", "aarch64")))
@@ -642,16 +658,16 @@ class ModEmitter:
         return self._nontemporal_md
 
 
-    def no_vectorize_md(self):
-        """A fresh loop id `!N = !{!N, !{"llvm.loop.vectorize.enable", i1 0}}`
-        (loop ids are self-referential, one per loop)."""
-        off = self.module.add_metadata([ir.MetaDataString(self.module,
-                                                          "llvm.loop.vectorize.enable"),
-                                        ir.Constant(ir.IntType(1), 0)])
+    def loop_md(self, prop: tuple):
+        """A fresh loop id `!N = !{!N, !{name, value}}` for prop = (name,
+        value), e.g. ("llvm.loop.vectorize.enable", i1 0) (loop ids are
+        self-referential, one per loop)."""
+        name, value = prop
+        node = self.module.add_metadata([ir.MetaDataString(self.module, name), value])
         self._loop_ids += 1
-        loop = self.module.add_metadata([off, ir.MetaDataString(self.module,
-                                                                f"loop{self._loop_ids}")])
-        loop.operands = (loop, off)
+        loop = self.module.add_metadata([node, ir.MetaDataString(self.module,
+                                                                 f"loop{self._loop_ids}")])
+        loop.operands = (loop, node)
         return loop
 
     def emit(self) -> str:

@@ -415,7 +415,7 @@ class Splitter:
             return [map_stm(s, block=lambda _b: body)]
         if par:
             return [K.ParFor(s.var, hi_e, body, s.parallel_if, s.group_size)]
-        return [K.For(s.var, lo_e, hi_e, body, s.unroll)]
+        return [K.For(s.var, lo_e, hi_e, body, s.unroll, max_trip=s.max_trip)]
 
     def _flat_rows(self, p: K.ParFor, count: Aff, env: Env):
         """(r, c, R, w) when p is a flat 2-D space: count = R * w and the body
@@ -652,7 +652,7 @@ class Splitter:
         if par:
             return [K.ParFor(p, count, K.Block(tuple(pre) + body.stms), s.parallel_if,
                              s.group_size)]
-        f = K.For(v, start, end, body, s.unroll)
+        f = K.For(v, start, end, body, s.unroll, max_trip=s.max_trip)
         return self.version_checks(f, penv) if wide else [f]
 
     # -- versioning of the checks left in a sequential piece --------------
@@ -695,7 +695,8 @@ class Splitter:
         for end in (f.lo, K.Bin("sub", f.hi, K.KConst(1, I64))):
             for op, x, y in conds:
                 guard = K.Bin("and", guard, K.Bin(op, _at(x, v, end), _at(y, v, end)))
-        fast = self.rename_apart(K.For(f.var, f.lo, f.hi, K.Block(tuple(keep)), f.unroll))
+        fast = self.rename_apart(K.For(f.var, f.lo, f.hi, K.Block(tuple(keep)), f.unroll,
+                                       max_trip=f.max_trip))
         return [K.If(guard, K.Block((fast,)), K.Block((f,)))]
 
     def _monotone_check(self, st, env: Env, v: str, body_names: set):

@@ -220,7 +220,7 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
 
         def row(i):
             with open_row(i) as (renv, cols):
-                lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j))
+                lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j), max_trip=tj)
         lw.for_range("i", i0, i1, row)
     with lw.block() as tiles:
         lw.par_for("t", tile_count(lw, n, nj, TILE_I, tj), tile,

@@ -58,6 +58,34 @@ def test_loop_free_element_gets_wide_tiles():
     assert TILE_J_FLAT > TILE_J and TILE_I == 16
 
 
+def test_tile_rows_carry_their_bound_to_the_llvm_loop():
+    """A flat tile's row loop says it runs at most the tile's width
+    (kir.For.max_trip), through the later kernel IR passes (split's pieces
+    keep it), and the cpu backend spells it as an un-interleaved vector loop
+    (emit_llvm.SHORT_TRIP). (rowsums' elements loop: its tiles are register
+    tiles, mc/tile.py, whose rows are not marked.)"""
+    from pyshark.codegen import stages as ST
+    from pyshark.codegen.cpu.emit import emit_module
+    from pyshark.codegen.cpu.emit_llvm import SHORT_TRIP
+    m = lower(SRC)
+    bounds = {name: {f.max_trip for f in stms(m, name, K.For) if f.var.name.startswith("j")}
+              for name in ("stencil", "picks")}
+    assert bounds == {"stencil": {TILE_J_FLAT}, "picks": {TILE_J_FLAT}}
+    assert TILE_J_FLAT <= SHORT_TRIP
+    import textwrap
+    from pyshark.core.check import check_program
+    from pyshark.translate import translate_source
+    program = translate_source(textwrap.dedent(SRC), "<test>")
+    check_program(program)
+    kernels = ST.run_stages(program, ST.pipeline_for(None), check=True)
+    marked = [s for f in kernels.functions for s in K.walk_stms(f.body)
+              if isinstance(s, K.For) and s.max_trip]
+    assert len(marked) >= 3
+    text = emit_module(kernels)
+    assert text.count('!"llvm.loop.interleave.count", i32 1') >= 1
+    assert text.count("llvm.loop.interleave.count") >= 1
+
+
 @pytest.fixture(scope="module", params=["kir", "cpu"])
 def wrappers(request, tmp_path_factory):
     return python_and(request.param, SRC, tmp_path_factory, "flat_tiles")

@@ -44,7 +44,8 @@ def _sample(cls, name: str, role: str, k: int):
     if role == T.STMS:
         return (K.Set(i, n),)
     static = {"op": "add", "reassoc": True, "contract": True, "to": F32, "bits": True, "nontemporal": True,
-              "zeroed": True, "unroll": 4, "independent": True, "simd": False, "kind": "IndexError", "msg": 3,
+              "zeroed": True, "unroll": 4, "independent": True, "simd": False, "max_trip": 16,
+              "kind": "IndexError", "msg": 3,
               "group_size": 64, "count": 16, "name": f"s{k}", "type": I64, "value": 7}
     return static[name]
 
