@@ -517,8 +517,9 @@ class FnEmitter:
         `simd` False (kir.For.simd) marks the back edge with loop metadata
         that keeps LLVM's loop vectorizer off it; `max_trip` (kir.For) up to
         SHORT_TRIP, with metadata that keeps its vector loop to one vector an
-        iteration (LLVM interleaves 4 by default: a 16-element row then
-        runs an 8-wide remainder loop twice, on AVX-512 as on AVX2)."""
+        iteration (LLVM interleaves 4 by default, so a 16-element row never
+        reaches the main vector loop: on Zen 5 it ran an 8-wide epilogue
+        twice)."""
         b = self.b
         if poll > 1:
             strips(self, lo, hi, poll, lambda c, e, done: self.for_loop(var, c, e, body,
