@@ -68,7 +68,7 @@ _C_NAMES = {"i8": "int8_t", "i16": "int16_t", "i32": "int32_t", "i64": "int64_t"
             "f32": "float", "f64": "double", "bool": "uint8_t"}
 
 
-from .runtime import PysharkCtx as Ctx
+from .runtime import SIGINT_SHARED, PysharkCtx as Ctx
 from .c_api import HEADER as C_API_HEADER
 
 
@@ -230,7 +230,9 @@ class _Caller:
         # ctx->nthreads: NumThreads of every ParFor (0: the team's default)
         ctx.nthreads = self.num_threads or PROCESS_NUM_THREADS[0] or 0
         if _thread.get_ident() == _MAIN[0]:
-            ctx.sigint = 1          # Ctrl-C stops the call (see the module docstring)
+            # Ctrl-C stops the call (see the module docstring), through the
+            # runtime's one handler (emit_unwind.SIGINT_SHARED)
+            ctx.sigint = SIGINT_SHARED
         # the function and its messages together: CpuModule.redirect may
         # change both while the call runs
         fn, messages = self.fn, self.messages

@@ -38,7 +38,9 @@ HEADER = """\
    entry installs its own SIGINT handler, which calls the handler it
    displaced (yours), and puts yours back before it returns; with SIGINT
    ignored or at its default action it leaves SIGINT alone. Set it in calls
-   from one thread at a time (Linux only; elsewhere it is ignored). */
+   from one thread at a time (Linux only; elsewhere it is ignored). The
+   value 2 is PyShark's Python wrapper's (one handler for the process, left
+   installed between calls): use 1. */
 pyshark_ctx *pyshark_ctx_new(void);
 void pyshark_ctx_free(pyshark_ctx *ctx);
 /* The last error of ctx as text ("IndexError: ..."; "" when ctx->code is 0),

@@ -22,12 +22,17 @@ table never holds a block that a body freed.
 
 SIGINT (Ctrl-C). While Python waits in a ctypes call its own SIGINT handler
 only sets a flag for the main thread's next bytecode, so a long call used to
-run to its end. An entry called with ctx->sigint != 0 (the Python wrapper
-does so on the main thread; C callers may) arms: it installs this module's
-handler with sigaction, which sets the module's flag `pyshark.sigint.flag`
-and then calls the handler it displaced (Python's), and restores that
-handler before returning. Compiled code polls the flag (a relaxed load and
-a predicted branch) at cheap points: host loops every iteration when the
+run to its end. An entry called with ctx->sigint != 0 arms. With
+ctx->sigint == 2 (runtime.SIGINT_SHARED: the Python wrapper's calls from
+the main thread) it counts itself in with the thread team's runtime
+(team.c, pysharkrt_sigint_enter/leave), whose one handler stays installed
+in front of Python's and sets `pysharkrt_sigint_flag` while a call is in:
+no system call per call (two sigaction calls cost 0.4 us in these VMs, more
+than a small entry's whole work). With any other nonzero value (module.h's
+C callers) it installs this module's handler with sigaction, which sets
+the module's flag `pyshark.sigint.flag` and then calls the handler it
+displaced, and restores that handler before returning. Compiled code polls
+both flags (relaxed loads and a predicted branch) at cheap points: host loops every iteration when the
 body holds a ParFor, an allocation or a copy, every BODY_POLL_STRIDE
 iterations when it holds a loop, every POLL_STRIDE otherwise (strips: an
 outer loop over runs of the original loop, which keeps its one exit, so it
@@ -48,6 +53,7 @@ from llvmlite import ir
 
 from .. import kir as K
 from .llvm_types import CTX_ARGS, CTX_CODE, CTX_MSG, CTX_SIGINT, CTX_TYPE, streaming_fence
+from .runtime import SIGINT_SHARED
 from .llvm_types import I1 as _I1, I8 as _I8, I32 as _I32, I64 as _I64, PTR as _PTR, VOID as _VOID
 
 INTERRUPT_MESSAGE = "interrupted by SIGINT (Ctrl-C)"
@@ -235,6 +241,16 @@ class Runtime:
             self._flag = g
         return self._flag
 
+    def shared_flag(self) -> ir.GlobalVariable:
+        """The process's interrupt flag, the thread team's runtime's
+        (team.c's pysharkrt_sigint_flag: its one SIGINT handler sets it for
+        the calls of ctx->sigint == 2)."""
+        g = self.module.globals.get("pysharkrt_sigint_flag")
+        if g is None:
+            g = ir.GlobalVariable(self.module, _I32, name="pysharkrt_sigint_flag")
+            g.align = 4
+        return g
+
     def _global(self, name: str, ty: ir.Type) -> ir.GlobalVariable:
         g = self.module.globals.get(name)
         if g is None:
@@ -394,13 +410,16 @@ class Unwinder:
             self.count = ab.alloca(_I64, name="live.n")
             self.count.type = _PTR
             ab.store(_I64(0), self.count)
-        self.armed = self.saved = None
+        self.armed = self.saved = self.entered = None
         if entry and rt.sigaction_ok and has_loop(body):
             self.saved = ab.alloca(_SIGACTION_T, name="sigint.saved")
             self.saved.type = _PTR
             self.armed = ab.alloca(_I1, name="sigint.armed")
             self.armed.type = _PTR
             ab.store(_I1(0), self.armed)
+            self.entered = ab.alloca(_I1, name="sigint.entered")
+            self.entered.type = _PTR
+            ab.store(_I1(0), self.entered)
         self.block = None
         self.fence = False          # a streaming body: sfence before returning
 
@@ -411,13 +430,25 @@ class Unwinder:
         return self.block
 
     def arm(self):
-        """The entry's prologue: arm SIGINT when ctx->sigint asks for it."""
+        """The entry's prologue: arm SIGINT when ctx->sigint asks for it: 2
+        (the Python wrapper's calls from the main thread) counts the call in
+        with the runtime's one handler (team.c, pysharkrt_sigint_enter: no
+        system call in the common case), any other nonzero value installs
+        this module's handler for the call (arm_fn; module.h's C callers)."""
         if self.armed is None:
             return
         b = self.em.b
         want = b.load(self.em.ctx_field(CTX_SIGINT), typ=_I32)
-        with b.if_then(b.icmp_signed("!=", want, _I32(0))):
-            b.store(b.call(self.rt.arm_fn(), [self.saved]), self.armed)
+        with b.if_else(b.icmp_signed("==", want, _I32(SIGINT_SHARED))) as (shared, own):
+            with shared:
+                enter = self.rt.decls.get("pysharkrt_sigint_enter", _I32, [])
+                ok = b.icmp_signed("!=", b.call(enter, []), _I32(0))
+                b.store(ok, self.entered)
+                with b.if_then(ok):
+                    b.store_atomic(_I32(0), self.rt.flag(), "seq_cst", 4)
+            with own:
+                with b.if_then(b.icmp_signed("!=", want, _I32(0))):
+                    b.store(b.call(self.rt.arm_fn(), [self.saved]), self.armed)
 
     def disarm(self):
         if self.armed is None:
@@ -425,6 +456,9 @@ class Unwinder:
         b = self.em.b
         with b.if_then(b.load(self.armed, typ=_I1)):
             b.call(self.rt.disarm_fn(), [self.saved])
+        with b.if_then(b.load(self.entered, typ=_I1)):
+            b.call(self.rt.decls.get("pysharkrt_sigint_leave", _VOID, []), [])
+            b.store_atomic(_I32(0), self.rt.flag(), "seq_cst", 4)
 
     def track(self, p: ir.Value):
         if self.table is None:
@@ -482,14 +516,16 @@ def strips(em, lo: ir.Value, hi: ir.Value, stride: int, run):
 
 
 def poll(em, interrupt_msg: int):
-    """if (flag && ctx->sigint) fail with KeyboardInterrupt (see the module
-    docstring); the flag's branch is marked unlikely."""
+    """if ((flag | the runtime's flag) && ctx->sigint) fail with
+    KeyboardInterrupt (see the module docstring); the flags' branch is
+    marked unlikely."""
     b = em.b
     rt = em.mod.runtime
     if not rt.sigaction_ok:
         return
     slow, stop, cont = em.new_block("poll.set"), em.new_block("poll.stop"), em.new_block("poll.on")
-    v = b.load_atomic(rt.flag(), "monotonic", 4, typ=_I32)
+    v = b.or_(b.load_atomic(rt.flag(), "monotonic", 4, typ=_I32),
+              b.load_atomic(rt.shared_flag(), "monotonic", 4, typ=_I32))
     b.cbranch(b.icmp_unsigned("!=", v, _I32(0)), slow, cont).set_weights([1, 1 << 20])
     b.position_at_end(slow)
     want = b.load(em.ctx_field(CTX_SIGINT), typ=_I32)

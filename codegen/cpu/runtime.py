@@ -14,11 +14,18 @@ from pyshark.core.types import BOOL
 from .. import kir as K
 
 
+#: ctx->sigint of the Python wrapper's calls from the main thread: Ctrl-C
+#: stops them through the thread team's runtime's one SIGINT handler (team.c),
+#: with no system call per call; any other nonzero value (module.h's C
+#: callers) installs the module's own handler around the call
+SIGINT_SHARED = 2
+
+
 class PysharkCtx(ctypes.Structure):
     """typedef struct { int32_t code; int32_t msg; int64_t args[4];
                         int32_t nthreads; int32_t sigint; } pyshark_ctx;
     sigint != 0: a Ctrl-C stops the call with KeyboardInterrupt's code
-    (codegen/cpu/emit_unwind.py)."""
+    (codegen/cpu/emit_unwind.py; SIGINT_SHARED above)."""
     _fields_ = [("code", ctypes.c_int32), ("msg", ctypes.c_int32),
                 ("args", ctypes.c_int64 * 4), ("nthreads", ctypes.c_int32),
                 ("sigint", ctypes.c_int32)]

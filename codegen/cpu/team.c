@@ -4,7 +4,7 @@
      pysharkrt_parallel(fn, data, nthreads, flags)  run fn(data) on a team of nthreads
      pysharkrt_thread_num()                         this thread's number in its team
      pysharkrt_max_threads()                        the default team size
-   and this library, loaded with RTLD_GLOBAL before any module
+   (and the SIGINT functions at the end of this file), and this library, loaded with RTLD_GLOBAL before any module
    (codegen/cpu/team.py), defines them. Built with -DPYSHARK_TEAM_GOMP the
    three forward to libgomp instead (PYSHARK_THREADS=gomp, for A/B runs).
 
@@ -406,3 +406,122 @@ __attribute__((constructor)) static void team_init(void)
 }
 
 #endif
+
+/* -- Ctrl-C for calls from Python: one handler per process ------------------------
+
+   An entry called with ctx->sigint == 2 (the Python wrapper's calls from
+   the main thread) does not install a SIGINT handler of its own for the
+   call (two sigaction system calls, 0.4 us a call in these VMs: more than
+   a small entry's whole work): it calls pysharkrt_sigint_enter, which
+   checks at most every SIGINT_RECHECK_NS that this library's handler is
+   the process's SIGINT action (installing it, chained to the action it
+   displaces, when another one that is neither SIG_DFL nor SIG_IGN is
+   there) and counts the call in. The handler sets pysharkrt_sigint_flag
+   while some call is in, and always runs the displaced action (Python's
+   handler, so Python raises KeyboardInterrupt as before); the entry polls
+   the flag (codegen/cpu/emit_unwind.py). The handler stays installed
+   between calls. If a program replaces it (Python's signal.signal does),
+   a call within SIGINT_RECHECK_NS of the last check is not stopped by
+   Ctrl-C but runs to its end, and the next check installs the handler
+   again in front of the new action; SIG_IGN and SIG_DFL are left alone
+   (then nothing is armed). ctx->sigint == 1 (C callers, module.h) keeps
+   the per-call handler that is installed and put back around each call. */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#define SIGINT_RECHECK_NS 10000000L     /* 10 ms */
+
+EXPORT _Atomic int pysharkrt_sigint_flag;
+static _Atomic int sigint_active;             /* calls counted in */
+static _Atomic long sigint_checked;           /* when the handler was last seen in place */
+static _Atomic long sigint_checks;            /* sigaction queries made (tests) */
+static struct sigaction sigint_chain;         /* the action the handler displaced */
+static pthread_mutex_t sigint_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static long sigint_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static _Atomic int sigint_depth;              /* the handler is running (a chain back to it) */
+
+static void sigint_handler(int sig, siginfo_t *info, void *uc)
+{
+    if (atomic_load(&sigint_active) > 0)
+        atomic_store(&pysharkrt_sigint_flag, 1);
+    /* a per-call handler (ctx->sigint == 1) displaced while this one was in
+       place chains back here: run the displaced action once, not forever */
+    if (atomic_fetch_add(&sigint_depth, 1) == 0) {
+        if (sigint_chain.sa_flags & SA_SIGINFO) {
+            if (sigint_chain.sa_sigaction)
+                sigint_chain.sa_sigaction(sig, info, uc);
+        } else if (sigint_chain.sa_handler != SIG_IGN && sigint_chain.sa_handler != SIG_DFL) {
+            sigint_chain.sa_handler(sig);
+        }
+    }
+    atomic_fetch_sub(&sigint_depth, 1);
+}
+
+/* Whether the handler is in place (installing it when it may be); under sigint_lock. */
+static int sigint_install(void)
+{
+    struct sigaction cur, mine;
+    atomic_fetch_add(&sigint_checks, 1);
+    if (sigaction(SIGINT, NULL, &cur) != 0)
+        return 0;
+    if ((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == sigint_handler)
+        return 1;
+    if (!(cur.sa_flags & SA_SIGINFO) && (cur.sa_handler == SIG_DFL || cur.sa_handler == SIG_IGN))
+        return 0;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = sigint_handler;
+    mine.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&mine.sa_mask);
+    sigint_chain = cur;         /* not installed yet: no handler reads it meanwhile */
+    return sigaction(SIGINT, &mine, NULL) == 0;
+}
+
+/* 1 when the call is counted in (it must call pysharkrt_sigint_leave), 0 when
+   SIGINT cannot stop it (ignored, default, or sigaction failed). */
+EXPORT int pysharkrt_sigint_enter(void)
+{
+    long now = sigint_now(), seen = atomic_load(&sigint_checked);
+    if (seen == 0 || now - seen > SIGINT_RECHECK_NS) {
+        pthread_mutex_lock(&sigint_lock);
+        int ok = sigint_install();
+        atomic_store(&sigint_checked, ok ? now : 0);
+        pthread_mutex_unlock(&sigint_lock);
+        if (!ok)
+            return 0;
+    }
+    if (atomic_fetch_add(&sigint_active, 1) == 0)
+        atomic_store(&pysharkrt_sigint_flag, 0);
+    return 1;
+}
+
+EXPORT void pysharkrt_sigint_leave(void)
+{
+    if (atomic_fetch_sub(&sigint_active, 1) == 1)
+        atomic_store(&pysharkrt_sigint_flag, 0);
+}
+
+/* How many times the handler's place was checked with sigaction (tests). */
+EXPORT long pysharkrt_sigint_checks(void) { return atomic_load(&sigint_checks); }
+
+/* A forked child has no calls in; it checks the handler again on its first. */
+static void sigint_forget(void)
+{
+    atomic_store(&sigint_active, 0);
+    atomic_store(&pysharkrt_sigint_flag, 0);
+    atomic_store(&sigint_checked, 0);
+    pthread_mutex_init(&sigint_lock, NULL);
+}
+
+__attribute__((constructor)) static void sigint_init(void)
+{
+    pthread_atfork(NULL, NULL, sigint_forget);
+}

@@ -36,6 +36,9 @@ KINDS = ("team", "gomp")
 #: of the same signature (the JIT's stand-in without a C compiler)
 SYMBOLS = {"pysharkrt_parallel": "GOMP_parallel", "pysharkrt_thread_num": "omp_get_thread_num",
            "pysharkrt_max_threads": "omp_get_max_threads"}
+#: the SIGINT functions of Python's calls (team.c's end; emit_unwind.Unwinder.arm),
+#: and the flag `pysharkrt_sigint_flag` they share with the modules' polls
+SIGINT_SYMBOLS = ("pysharkrt_sigint_enter", "pysharkrt_sigint_leave")
 
 _STATE: dict = {}
 _LOCK = threading.Lock()
@@ -171,25 +174,41 @@ def _seq_one():
     return 1
 
 
+@ctypes.CFUNCTYPE(None)
+def _seq_none():
+    pass
+
+
+_NO_FLAG = ctypes.c_int(0)
+
+
 def jit_symbols(runtime: Optional[ctypes.CDLL] = None) -> dict:
     """name -> address for the JIT (llvmlite's add_symbol): the runtime's
     own functions when it is given, else libgomp's, else sequential
     stand-ins (one thread)."""
     if runtime is not None:
-        return {name: ctypes.cast(getattr(runtime, name), ctypes.c_void_p).value
-                for name in SYMBOLS}
+        out = {name: ctypes.cast(getattr(runtime, name), ctypes.c_void_p).value
+               for name in (*SYMBOLS, *SIGINT_SYMBOLS)}
+        out["pysharkrt_sigint_flag"] = ctypes.addressof(
+            ctypes.c_int.in_dll(runtime, "pysharkrt_sigint_flag"))
+        return out
+    # without the runtime no handler is shared: a call of ctx->sigint == 2
+    # is not counted in (enter returns 0) and runs to its end at Ctrl-C
+    out = {"pysharkrt_sigint_enter": ctypes.cast(_seq_zero, ctypes.c_void_p).value,
+           "pysharkrt_sigint_leave": ctypes.cast(_seq_none, ctypes.c_void_p).value,
+           "pysharkrt_sigint_flag": ctypes.addressof(_NO_FLAG)}
     gomp = _libgomp()
     if gomp is not None:
         try:
-            return {name: ctypes.cast(getattr(gomp, g), ctypes.c_void_p).value
-                    for name, g in SYMBOLS.items()}
+            return out | {name: ctypes.cast(getattr(gomp, g), ctypes.c_void_p).value
+                          for name, g in SYMBOLS.items()}
         except AttributeError:
             pass
-    return {"pysharkrt_parallel": ctypes.cast(_seq_parallel, ctypes.c_void_p).value,
-            "pysharkrt_thread_num": ctypes.cast(_seq_zero, ctypes.c_void_p).value,
-            "pysharkrt_max_threads": ctypes.cast(_seq_one, ctypes.c_void_p).value}
+    return out | {"pysharkrt_parallel": ctypes.cast(_seq_parallel, ctypes.c_void_p).value,
+                  "pysharkrt_thread_num": ctypes.cast(_seq_zero, ctypes.c_void_p).value,
+                  "pysharkrt_max_threads": ctypes.cast(_seq_one, ctypes.c_void_p).value}
 
 
 __all__ = ["ensure_runtime", "why_not", "kind", "max_threads", "jit_symbols", "requested_kind",
            "link_inputs",
-           "quiet_gomp_spin", "KINDS", "SYMBOLS"]
+           "quiet_gomp_spin", "KINDS", "SYMBOLS", "SIGINT_SYMBOLS"]
