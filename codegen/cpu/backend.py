@@ -231,7 +231,7 @@ class _Caller:
         ctx.nthreads = self.num_threads or PROCESS_NUM_THREADS[0] or 0
         if _thread.get_ident() == _MAIN[0]:
             # Ctrl-C stops the call (see the module docstring), through the
-            # runtime's one handler (emit_unwind.SIGINT_SHARED)
+            # runtime's one handler (runtime.SIGINT_SHARED)
             ctx.sigint = SIGINT_SHARED
         # the function and its messages together: CpuModule.redirect may
         # change both while the call runs

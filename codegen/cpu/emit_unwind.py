@@ -32,9 +32,10 @@ than a small entry's whole work). With any other nonzero value (module.h's
 C callers) it installs this module's handler with sigaction, which sets
 the module's flag `pyshark.sigint.flag` and then calls the handler it
 displaced, and restores that handler before returning. Compiled code polls
-both flags (relaxed loads and a predicted branch) at cheap points: host loops every iteration when the
-body holds a ParFor, an allocation or a copy, every BODY_POLL_STRIDE
-iterations when it holds a loop, every POLL_STRIDE otherwise (strips: an
+both flags (relaxed loads and a predicted branch) at cheap points: host
+loops every iteration when the body holds a ParFor, an allocation or a
+copy, every BODY_POLL_STRIDE iterations when it holds a loop, every
+POLL_STRIDE otherwise (strips: an
 outer loop over runs of the original loop, which keeps its one exit, so it
 vectorizes and unswitches as before); each block a ParFor thread claims;
 every BODY_POLL_STRIDE iterations of a ParFor body that loops; every
@@ -53,8 +54,8 @@ from llvmlite import ir
 
 from .. import kir as K
 from .llvm_types import CTX_ARGS, CTX_CODE, CTX_MSG, CTX_SIGINT, CTX_TYPE, streaming_fence
-from .runtime import SIGINT_SHARED
 from .llvm_types import I1 as _I1, I8 as _I8, I32 as _I32, I64 as _I64, PTR as _PTR, VOID as _VOID
+from .runtime import SIGINT_SHARED
 
 INTERRUPT_MESSAGE = "interrupted by SIGINT (Ctrl-C)"
 POLL_STRIDE = 4096          # iterations of a loop-free host loop between polls

@@ -22,8 +22,9 @@
 
    The call: a pyshark_ctx on the C stack (nthreads: the Wrapper's
    num_threads, else wrapper.backend.PROCESS_NUM_THREADS[0], else 0; sigint
-   2 when called from the main thread: the runtime's shared handler), the entry's function through its
-   address with the GIL released (as ctypes does). Code 8 (Ctrl-C): the
+   2 when called from the main thread: the runtime's shared handler), the
+   entry's function through its address with the GIL released (as ctypes
+   does). Code 8 (Ctrl-C): the
    results it handed over are freed, Python's signal handlers run, and the
    call runs again (_Caller._interrupted). Any other nonzero code: the results
    are freed and `fail(code, msg, args)` raises what _Caller raises.
@@ -310,7 +311,7 @@ static PyObject *entry_vectorcall(PyObject *self, PyObject *const *args, size_t 
         PyObject *m = PyList_GET_ITEM(e->main, 0);
         unsigned long long ident = PyLong_Check(m) ? PyLong_AsUnsignedLongLongMask(m) : 0;
         if (PyErr_Occurred()) { PyErr_Clear(); ident = 0; }
-        /* 2: the runtime's one SIGINT handler (emit_unwind.SIGINT_SHARED) */
+        /* 2: the runtime's one SIGINT handler (runtime.SIGINT_SHARED) */
         ctx.sigint = (unsigned long long)PyThread_get_thread_ident() == ident ? 2 : 0;
     }
     int32_t code;
