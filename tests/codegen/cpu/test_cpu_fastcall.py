@@ -316,6 +316,27 @@ def test_the_bound_attribute_keeps_the_entrys_face(mods):
                        np.ones(2, np.float32)).tolist() == [2.0, 2.0]
 
 
+def test_invoke_takes_the_fast_path(mods, tmp_path):
+    """Wrapper.invoke calls the entry's bound fast callable (same results,
+    keyword arguments included); an entry named like a Wrapper method goes
+    through the generic call, and an unknown name is still UnknownEntry."""
+    from pyshark.wrapper.wrapper import UnknownEntry
+    fast, slow, _ = mods
+    x = np.arange(5, dtype=np.float32)
+    before = fast.saxpy.fast_calls
+    got = fast.invoke("saxpy", np.float32(2), x, x)
+    assert fast.saxpy.fast_calls == before + 1
+    np.testing.assert_array_equal(got, slow.invoke("saxpy", np.float32(2), x, x))
+    np.testing.assert_array_equal(fast.invoke("saxpy", a=np.float32(2), x=x, y=x), got)
+    with pytest.raises(UnknownEntry):
+        fast.invoke("nope", 1)
+    src = tmp_path / "named.py"
+    src.write_text("import pyshark.prelude as ps\n\n@ps.entry\ndef close(n: int) -> int:\n"
+                   "    return n + 1\n")
+    w = Wrapper("cpu", cache_dir=tmp_path / "c").add_source_file(src).compile_and_load()
+    assert w.invoke("close", 41) == 42 and w.close() is None      # the method stays one
+
+
 def test_turned_off_by_the_environment(tmp_path, monkeypatch):
     src = tmp_path / "m.py"
     src.write_text(SRC)
