@@ -24,8 +24,8 @@
    num_threads, else wrapper.backend.PROCESS_NUM_THREADS[0], else 0; sigint
    2 when called from the main thread: the runtime's shared handler), the
    entry's function through its address with the GIL released (as ctypes
-   does). Code 8 (Ctrl-C): the
-   results it handed over are freed, Python's signal handlers run, and the
+   does). Code 8 (Ctrl-C): the results it handed over are freed, Python's
+   signal handlers run, and the
    call runs again (_Caller._interrupted). Any other nonzero code: the results
    are freed and `fail(code, msg, args)` raises what _Caller raises.
 

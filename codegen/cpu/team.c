@@ -4,7 +4,8 @@
      pysharkrt_parallel(fn, data, nthreads, flags)  run fn(data) on a team of nthreads
      pysharkrt_thread_num()                         this thread's number in its team
      pysharkrt_max_threads()                        the default team size
-   (and the SIGINT functions at the end of this file), and this library, loaded with RTLD_GLOBAL before any module
+   (and the SIGINT functions at the end of this file), and this library,
+   loaded with RTLD_GLOBAL before any module
    (codegen/cpu/team.py), defines them. Built with -DPYSHARK_TEAM_GOMP the
    three forward to libgomp instead (PYSHARK_THREADS=gomp, for A/B runs).
 
@@ -435,7 +436,8 @@ __attribute__((constructor)) static void team_init(void)
 
 EXPORT _Atomic int pysharkrt_sigint_flag;
 static _Atomic int sigint_active;             /* calls counted in */
-static _Atomic long sigint_checked;           /* when the handler was last seen in place */
+static _Atomic long sigint_checked;           /* when the handler's place was last checked */
+static _Atomic int sigint_ok;                 /* what that check found: the handler in place */
 static _Atomic long sigint_checks;            /* sigaction queries made (tests) */
 static struct sigaction sigint_chain;         /* the action the handler displaced */
 static pthread_mutex_t sigint_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -499,13 +501,15 @@ EXPORT int pysharkrt_sigint_enter(void)
 {
     long now = sigint_now(), seen = atomic_load(&sigint_checked);
     if (seen == 0 || now - seen > SIGINT_RECHECK_NS) {
+        /* a "no" (SIGINT ignored, say) is kept as long as a "yes": a
+           process that ignores SIGINT makes no system call per call either */
         pthread_mutex_lock(&sigint_lock);
-        int ok = sigint_install();
-        atomic_store(&sigint_checked, ok ? now : 0);
+        atomic_store(&sigint_ok, sigint_install());
+        atomic_store(&sigint_checked, now);
         pthread_mutex_unlock(&sigint_lock);
-        if (!ok)
-            return 0;
     }
+    if (!atomic_load(&sigint_ok))
+        return 0;
     if (atomic_fetch_add(&sigint_active, 1) == 0)
         atomic_store(&pysharkrt_sigint_flag, 0);
     return 1;

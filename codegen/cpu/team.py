@@ -3,7 +3,8 @@
 A compiled module calls `pysharkrt_parallel`, `pysharkrt_thread_num` and
 `pysharkrt_max_threads`, and for the Python wrapper's calls
 `pysharkrt_sigint_enter`/`leave` and the flag `pysharkrt_sigint_flag` (one
-SIGINT handler for the process, team.c's end). Its link includes team.c's object (`link_inputs`),
+SIGINT handler for the process, team.c's end). Its link includes team.c's
+object (`link_inputs`),
 so a library from `pyshark build` runs from C with a team of its own; in
 Python, `ensure_runtime()` first builds team.c as a shared library (once
 per machine, cached in the temp folder like the fast-call extensions) and

@@ -336,9 +336,19 @@ handler = ctypes.CDLL(None)
 act = (ctypes.c_char * 152)()
 handler.sigaction(signal.SIGINT, None, act)
 installed = ctypes.cast(act, ctypes.POINTER(ctypes.c_void_p))[0]
-print(json.dumps({"same": same, "checks": checks, "elapsed": elapsed,
-                  "python": signal.getsignal(signal.SIGINT) is signal.default_int_handler,
-                  "installed": bool(installed)}))
+python = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+# SIGINT ignored: calls are not armed, and the "no" is kept between checks too
+time.sleep(0.02)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+time.sleep(0.02)
+before = rt.pysharkrt_sigint_checks()
+t0 = time.perf_counter()
+same_ignored = all(int(w.spin(1000)) == want for _ in range(2000))
+elapsed_ignored = time.perf_counter() - t0
+checks_ignored = rt.pysharkrt_sigint_checks() - before
+print(json.dumps({"same": same and same_ignored, "checks": checks, "elapsed": elapsed,
+                  "checks_ignored": checks_ignored, "elapsed_ignored": elapsed_ignored,
+                  "python": python, "installed": bool(installed)}))
 """
 
 
@@ -347,8 +357,8 @@ def test_main_thread_calls_share_one_handler_without_system_calls(tmp_path):
     count themselves in with the runtime's one SIGINT handler (team.c): a
     burst of 2,000 small calls checks the handler's place with sigaction
     about once per SIGINT_RECHECK_NS (10 ms), not twice per call as a
-    per-call handler does (0.4 us a call in these VMs), and Python's own
-    handler stays what signal.getsignal says."""
+    per-call handler does (0.4 us a call in these VMs), also while SIGINT
+    is ignored, and Python's own handler stays what signal.getsignal says."""
     src = tmp_path / "m.py"
     src.write_text(textwrap.dedent(SRC))
     r = subprocess.run([sys.executable, "-c", SHARED, str(src), str(tmp_path / "cache")],
@@ -357,3 +367,5 @@ def test_main_thread_calls_share_one_handler_without_system_calls(tmp_path):
     row = json.loads(r.stdout.splitlines()[-1])
     assert row["same"] and row["python"] and row["installed"], row
     assert row["checks"] <= 2 + row["elapsed"] / 0.01, row
+    # with SIGINT ignored the calls are not armed, and not checked per call either
+    assert row["checks_ignored"] <= 2 + row["elapsed_ignored"] / 0.01, row
