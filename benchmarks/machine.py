@@ -38,26 +38,36 @@ class OthersMeter:
 
     Machine-wide busy time from /proc/stat minus this process's own CPU time;
     on a machine shared with other work this is what makes a timing suspect.
+    start() and pause() may alternate: the intervals between them add up
+    (a target's samples, interleaved with other targets').
     """
 
     def __init__(self):
         self._start = None
+        self._busy = self._own = self._wall = 0.0
+        self._known = True
 
     def start(self):
         self._start = (_cpu_times(), time.process_time(), time.perf_counter())
         return self
 
-    def stop(self) -> float | None:
+    def pause(self) -> None:
         (machine0, own0, wall0), machine1 = self._start, _cpu_times()
+        self._wall += time.perf_counter() - wall0
+        self._own += time.process_time() - own0
         if machine0 is None or machine1 is None:
+            self._known = False
+        else:
+            self._busy += (machine1[0] - machine0[0]) / os.sysconf("SC_CLK_TCK")
+        self._start = None
+
+    def stop(self) -> float | None:
+        """Cores other processes used, over all the intervals measured."""
+        if self._start is not None:
+            self.pause()
+        if not self._known or self._wall <= 0.05:     # /proc/stat counts in 10 ms ticks
             return None
-        wall = time.perf_counter() - wall0
-        if wall <= 0.05:          # /proc/stat counts in 10 ms ticks
-            return None
-        hz = os.sysconf("SC_CLK_TCK")
-        busy = (machine1[0] - machine0[0]) / hz
-        own = time.process_time() - own0
-        return max(0.0, (busy - own) / wall)
+        return max(0.0, (self._busy - self._own) / self._wall)
 
 
 def settle(max_wait: float = 2.0, window: float = 0.02, quiet: float = 0.2) -> float:

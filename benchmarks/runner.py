@@ -28,7 +28,7 @@ from .runlog import RunLog, merge_folders
 from .suite import SIZES
 from .targets import (BackendTarget, PeerTarget, Skip, Timeout, default_limits, host_value,
                       time_limit)
-from .timing import first_calls, measure
+from .timing import Sampler, first_calls
 
 _HERE = Path(__file__).resolve().parent
 #: a checkout's benchmarks/results; for an installed copy (pyshark.benchmarks in
@@ -63,7 +63,8 @@ def make_parser() -> argparse.ArgumentParser:
                    "opencl=tiny when its device is not a GPU); repeatable, e.g. "
                    "--max-size core=small")
     p.add_argument("--repeats", type=int, help="timed samples per target (default: 5)")
-    p.add_argument("--warmup", type=int, help="untimed calls first (default: 1)")
+    p.add_argument("--warmup", type=int, help="untimed calls first (default: 2: the first "
+                   "may be a JIT compile; the last one's time plans the samples)")
     p.add_argument("--budget", type=float, metavar="SECONDS",
                    help="time budget for the samples of one target and size; slow ones get "
                    "fewer samples (default: 20)")
@@ -88,6 +89,9 @@ def make_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS",
                    help="wait up to this long for the machine to become idle, at the start "
                    "and again before timing each program and size (until a wait fails)")
+    p.add_argument("--sequential", action="store_true", help="time each target's samples "
+                   "back to back (default: the targets of a program and size take turns, one "
+                   "sample each, in a shuffled order per round)")
     p.add_argument("--no-compile-report", action="store_true",
                    help="skip the compile-time and overhead report")
     p.add_argument("--no-chart", action="store_true", help="do not draw chart.png")
@@ -99,7 +103,7 @@ def make_parser() -> argparse.ArgumentParser:
 
 
 #: option defaults where neither the command line nor the profile gives one
-DEFAULTS = {"repeats": 5, "warmup": 1, "budget": 20.0, "row_timeout": None}
+DEFAULTS = {"repeats": 5, "warmup": 2, "budget": 20.0, "row_timeout": None}
 
 
 def _apply_profile(opts) -> None:
@@ -377,8 +381,23 @@ def run_case(bench, size, targets, opts, progress, *, previous=None, emit=None,
         if not idle:        # the machine is shared for good: stop waiting, say so
             opts.wait_idle = 0.0
             progress.write(f"gave up waiting for an idle machine ({text}); timing anyway")
+    _time_rows(ready, opts, clock, progress, final, bench, size, reference)
+    return list(rows.values())
+
+
+def _time_rows(ready, opts, clock, progress, final, bench, size, reference) -> None:
+    """Times the checked targets of one program and size. By default they take
+    turns, one sample each in a shuffled order per round, so that a slow
+    stretch of a shared machine (a neighbour's burst, a memory-bandwidth
+    regime) falls on every target alike rather than on one (timing.Sampler;
+    randomized multiple interleaved trials). `--sequential`: each target's
+    samples back to back, as before. Each turn starts after machine.settle(),
+    so no target is timed in another's wake, and (calls under
+    timing.WARM_BELOW) with one untimed call that wakes the thread team
+    settle let sleep (timing.Sampler)."""
+    import random
+    todo = []
     for row, call, estimate in ready:
-        progress.set_postfix_str(f"{bench.name}/{size} {row['target']} (time)")
         limit, by_deadline = clock.limit(row["check_s"])
         if limit is not None and limit < estimate:
             if by_deadline:
@@ -389,22 +408,47 @@ def run_case(bench, size, targets, opts, progress, *, previous=None, emit=None,
             final(row)
             continue
         budget = opts.budget if limit is None else min(opts.budget, limit)
-        machine.settle()            # no other target's threads still spinning
-        try:
-            timing = measure(call, estimate, repeats=opts.repeats, budget=budget, limit=limit)
-        except Timeout:
-            if by_deadline or clock.expired():
-                raise DeadlineReached() from None
-            row.update(status="timeout", note=_join(row["note"], "checked; no timed call "
-                       f"finished within the row limit ({clock.row_limit:g} s)"))
-            final(row)
+        sampler = Sampler(call, estimate, repeats=opts.repeats, budget=budget)
+        todo.append((row, sampler, limit, by_deadline))
+    rng = random.Random(f"{opts.seed}/{bench.name}/{size}")
+    sequential = getattr(opts, "sequential", False)
+    active = list(todo)
+    while active:
+        turn = list(active)
+        if not sequential:
+            rng.shuffle(turn)
+        for item in (turn[:1] if sequential else turn):
+            row, sampler, limit, by_deadline = item
+            progress.set_postfix_str(f"{bench.name}/{size} {row['target']} (time)")
+            machine.settle()            # no other target's threads still spinning
+            try:
+                warm = sampler.wants_warm_call() and not (sequential and sampler.timing.samples)
+                while True:
+                    with time_limit(None if limit is None else max(limit - sampler.spent, 0.001)):
+                        sampler.sample(warm=warm)
+                    warm = False
+                    if not (sequential and sampler.wants()):
+                        break
+            except Timeout:
+                if by_deadline or clock.expired():
+                    raise DeadlineReached() from None
+                if not sampler.timing.samples:
+                    row.update(status="timeout", note=_join(row["note"], "checked; no timed "
+                               f"call finished within the row limit ({clock.row_limit:g} s)"))
+                    active.remove(item)
+                    final(row)
+                    continue
+                sampler.cut_short(limit)
+            if not sampler.wants():
+                active.remove(item)
+    for row, sampler, _, _ in todo:
+        if row["status"] != "ok":
             continue
-        measured = timing.as_dict()
+        measured = sampler.finish().as_dict()
         row["note"] = _join(row["note"], measured.pop("note"))
         row.update(measured)
         report.add_rates([row], bench, size, reference)
         final(row)
-    return list(rows.values())
 
 
 def _join(*parts) -> str:

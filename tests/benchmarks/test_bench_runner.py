@@ -123,3 +123,67 @@ def test_timings_count_the_calls_sleeps_and_the_report_flags_them():
     (note,) = report._sleep_notes(rows)
     assert "1 timing(s)" in note and "p/s/t" in note and "q/s/t" not in note
     assert report._sleep_notes(rows[1:]) == []       # r: a long call's few wakeups
+
+
+def _turns(monkeypatch, sequential: bool):
+    """The calls _time_rows makes of three targets ("|": a settle before a
+    turn), each call taking about 1 ms, 4 samples each; and the rows."""
+    import time
+    from types import SimpleNamespace
+
+    from benchmarks import machine
+
+    calls, final = [], []
+    monkeypatch.setattr(machine, "settle", lambda: calls.append("|"))
+    monkeypatch.setattr(runner.report, "add_rates", lambda rows, bench, size, ref: None)
+
+    def target(name):
+        def call():
+            calls.append(name)
+            time.sleep(0.001)
+        return call
+    ready = [({"target": n, "status": "ok", "note": "", "check_s": 0.0}, target(n), 1e-3)
+             for n in ("ps.cpu", "numpy", "numba")]
+    opts = SimpleNamespace(seed=2024, repeats=4, budget=20.0, sequential=sequential)
+    progress = SimpleNamespace(set_postfix_str=lambda text: None)
+    bench = SimpleNamespace(name="saxpy")
+    runner._time_rows(ready, opts, runner.Clock(None, None), progress, final.append, bench,
+                      "tiny", None)
+    samples = {r["target"]: r for r in final}
+    return calls, samples
+
+
+def test_targets_take_turns_one_sample_each_in_a_shuffled_order(monkeypatch):
+    calls, rows = _turns(monkeypatch, sequential=False)
+    assert set(rows) == {"ps.cpu", "numpy", "numba"}
+    for r in rows.values():
+        assert len(r["samples"]) == 4 and r["median"] > 0.0009 and r["inner"] == 20
+    turns = "".join(c if c == "|" else c[-1] for c in calls).split("|")[1:]
+    assert len(turns) == 12                             # 4 rounds of 3 turns
+    # a turn: one untimed call (waking the team), then one sample of about 20 ms
+    assert all(len(set(t)) == 1 and len(t) == 21 for t in turns)
+    rounds = [sorted(t[0] for t in turns[3 * k: 3 * k + 3]) for k in range(4)]
+    assert all(r == ["a", "u", "y"] for r in rounds)    # each target once a round
+    assert len({"".join(t[0] for t in turns[3 * k: 3 * k + 3]) for k in range(4)}) > 1
+    again = "".join(c if c == "|" else c[-1] for c in _turns(monkeypatch, False)[0])
+    assert [t[0] for t in again.split("|")[1:]] == [t[0] for t in turns]   # a fixed seed
+
+
+def test_sequential_times_each_target_back_to_back(monkeypatch):
+    calls, rows = _turns(monkeypatch, sequential=True)
+    turns = "".join(c if c == "|" else c[-1] for c in calls).split("|")[1:]
+    assert [t[0] for t in turns] == ["u", "y", "a"]     # ps.cpu, numpy, numba
+    assert all(len(set(t)) == 1 and len(t) == 4 * 20 + 1 for t in turns)
+    assert all(len(r["samples"]) == 4 for r in rows.values())
+
+
+def test_warm_up_makes_a_second_call_whatever_the_first_cost():
+    """The first call may be a JIT compile; the samples are planned with the
+    last warm-up call's time, so a second one runs even past the budget."""
+    from benchmarks.timing import first_calls
+    calls = []
+    _, first, last = first_calls(lambda: calls.append(1), 5, budget=0.0)
+    assert len(calls) == 2 and first >= 0 and last >= 0
+    calls.clear()
+    first_calls(lambda: calls.append(1), 1, budget=None)
+    assert len(calls) == 1
