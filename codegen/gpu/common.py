@@ -12,6 +12,7 @@ from pyshark.errors import InternalCompilerError
 
 from .. import kir as K
 from ..lower_base import Lowerer
+from ..mc.common import trial  # noqa: F401  (the gpu algorithms import it from here)
 
 
 walk = K.walk_stms
@@ -47,15 +48,6 @@ def local_alloc(lw: Lowerer, hint: str, elem: ScalarType, count: int) -> K.KVar:
     p = lw.var(hint, K.Ptr(elem, "local"))
     lw.emit(K.LocalAlloc(p, count))
     return p
-
-
-def trial(lw: Lowerer, gen: Callable[[], object]):
-    """Runs gen() with statements collected aside and in_par set, returning
-    (its result, the block it emitted), so an algorithm can look at code
-    (can_fail) before choosing. The block is not emitted."""
-    with lw.in_parallel(), lw.block() as blk:
-        out = gen()
-    return out, blk[0]
 
 
 # What may run once on the host before the tiled kernel (element-invariant

@@ -1,6 +1,9 @@
 """Pieces the multicore SOAC algorithms share: width checks, element
-reading, applying an operator lambda, chunk bounds."""
+reading, applying an operator lambda, chunk bounds, code lowered aside to
+be looked at (trial)."""
 from __future__ import annotations
+
+from typing import Callable
 
 from pyshark.core.types import I64, ScalarType
 
@@ -33,6 +36,15 @@ def apply_op(lw: Lowerer, lam, env, args: list, reassoc: bool = False) -> list:
     with lw.reassociating(reassoc):
         res = lw.apply(lam.params, lam.body, env, args, new_frame=True)
     return [r for r, _ in res]
+
+
+def trial(lw: Lowerer, gen: Callable[[], object]):
+    """Runs gen() with statements collected aside and in_par set, returning
+    (its result, the block it emitted), so an algorithm can look at code
+    (whether it can fail) before choosing. The block is not emitted."""
+    with lw.in_parallel(), lw.block() as blk:
+        out = gen()
+    return out, blk[0]
 
 
 def chunk_bounds(lw: Lowerer, c: K.Expr, n: K.Expr, nch: K.Expr):

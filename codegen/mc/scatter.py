@@ -54,7 +54,7 @@ from pyshark.core.types import I32, I64
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Delayed, Lowerer
-from .common import ZERO, check_width, chunk_bounds, elements
+from .common import ZERO, check_width, chunk_bounds, elements, trial
 
 I32_MAX = (1 << 31) - 1
 
@@ -159,11 +159,9 @@ def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
 
 def _can_fail(lw: Lowerer, vals) -> bool:
     """Whether computing an element of the values can fail (the code is
-    lowered aside and dropped, as gpu/common.trial does)."""
+    lowered aside and dropped)."""
     probe = lw.var("probe", I64)
-    with lw.in_parallel(), lw.block() as blk:
-        elements(lw, vals, probe)
-    return K.block_can_fail(blk[0])
+    return K.block_can_fail(trial(lw, lambda: elements(lw, vals, probe))[1])
 
 
 def owner_scatter(lw: Lowerer, n, idxs, vals, dests, m, loc) -> None:
