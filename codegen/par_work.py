@@ -12,7 +12,8 @@ tiny.md). The lowering now guards such a ParFor with
 
 where w, the work of one iteration, counts one for the iteration and, for
 every iteration of every loop inside it, the units of work of the loop's
-body (STMS_PER_UNIT statements, a math library call counting K.LIBM_COST):
+body (STMS_PER_UNIT statements, a math library call counting K.LIBM_COST,
+an If its longer branch):
 a sum over the body's loops of the product of the trip counts on the path
 to each loop. (Tiles of a 2-D space count the space's elements instead, as
 n.) Every factor is
@@ -48,16 +49,25 @@ MAX_TERMS = 12
 #: statements of a loop's body (outside its inner loops) that count as one
 #: unit of work per iteration, as one iteration of a loop-free ParFor body
 #: (a load or two, the arithmetic, a store) does: an unrolled or strip-mined
-#: loop's iteration counts as the several it does
-STMS_PER_UNIT = 4
+#: loop's iteration counts as the several it does. 4 until session 34; 2
+#: since PyShark's own team (session 32) wakes for less than libgomp did:
+#: build/s34_guard2.py, us per call with the guard at 4 statements a unit
+#: against 2 (the probe's P/2 and P/4, the same for loop bodies), Numba
+#: beside: crystal tiny 18.9 -> 10.1 (Numba 12.9) on the H100 machine's
+#: host, 6.3 -> 6.2 (6.8) on the 2-core box; kmeans tiny 7.6 -> 9.7 and
+#: 12.0 -> 9.7 on two hosts (Numba 171-180), 5.5 -> 3.9 (23) on the box; the
+#: other tiny rows within 1 us. Tiles' elements count as before.
+STMS_PER_UNIT = 2
 
 #: loop-free ParFor iterations (par_min of them make a ParFor parallel) that
 #: one unit of work counts as: a unit is scalar work inside a loop, while a
 #: loop-free body vectorises. Measured on the H100 machine's 16-core host
-#: (tiny sizes, the threads woken per call): crystal's frame of 16x16 pixels
-#: of 5 waves (~26,000 units) ran in 10 us on 16 threads and 25 us on one;
-#: kmeans's 256 points of 4 clusters of 4 dimensions (~10,500 units) in 560
-#: us on 16 threads and 7 us on one. So the guard is P = par_min / 2 units.
+#: (tiny sizes, the threads woken per call), with libgomp (session 25):
+#: crystal's frame of 16x16 pixels of 5 waves (~26,000 units then, with each
+#: wave's direction computed per pixel) ran in 10 us on 16 threads and 25 us
+#: on one; kmeans's 256 points of 4 clusters of 4 dimensions (~10,500 units)
+#: in 560 us on 16 threads and 7 us on one. So the guard is P = par_min / 2
+#: units.
 ELEMENTS_PER_UNIT = 2
 
 #: one loop nest's trip counts (outermost first), pure i64 host expressions
@@ -117,10 +127,13 @@ def _resolve(e: K.Expr, once: dict, bad: set, depth: int = 0) -> Optional[K.Expr
 
 
 def _straight(block: K.Block) -> int:
-    """Statements of a block, inside its Ifs but not inside its loops, a
-    math library call counting K.LIBM_COST (crystal's cos and sin per wave
-    and pixel: 512 pixels of 5 waves ran 2.5x faster on 16 threads than on
-    one)."""
+    """Statements of a block, not inside its loops, a math library call
+    counting K.LIBM_COST (crystal's cos and sin per wave and pixel: 512
+    pixels of 5 waves ran 2.5x faster on 16 threads than on one); an If
+    counts its longer branch, the one path an iteration takes at most
+    (Rodinia's hotspot cell, a chain of nine cases, counted 62 units a cell
+    as the sum of its branches, so its 16 x 16 grid woke the team at P/4:
+    4.3 -> 17.8 us a call on the H100 machine's host)."""
     n = 0
     for s in block.stms:
         n += 1
@@ -128,7 +141,7 @@ def _straight(block: K.Block) -> int:
             n += K.LIBM_COST * sum(1 for x in walk_exprs(e)
                                    if isinstance(x, (K.Un, K.Bin)) and x.op in K.LIBM_PRIMS)
         if isinstance(s, K.If):
-            n += _straight(s.then) + _straight(s.orelse)
+            n += max(_straight(s.then), _straight(s.orelse))
     return n
 
 

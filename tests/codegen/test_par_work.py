@@ -151,3 +151,18 @@ def test_tiles_count_the_elements_of_their_space(rows, cols, par):
     # from par_min / 4 = 8192 elements (sgemm small's B, 96 x 160, included)
     m = lower(TRANSPOSE)
     assert goes_parallel(m, "tr", {"_n0": rows, "_n1": cols}) is par
+
+
+def test_an_if_counts_its_longer_branch_not_both():
+    """An iteration takes one path through an If: Rodinia's hotspot cell (a
+    chain of nine cases) counted as the sum of its branches woke the team
+    for a 16 x 16 grid."""
+    from pyshark.codegen.par_work import _straight
+    x = K.KVar("x", I64)
+    set_x = K.Set(x, S.const(1, I64))
+    three = K.Block((set_x, set_x, set_x))
+    one = K.Block((set_x,))
+    chain = K.Block((K.If(S.const(True, K.BOOL), three, K.Block((K.If(S.const(False, K.BOOL),
+                                                                       one, three),))),))
+    # the outer If (1) + its longer branch: the inner If (1) + 3, against 3
+    assert _straight(chain) == 1 + max(3, 1 + max(1, 3)) == 5
