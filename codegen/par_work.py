@@ -51,7 +51,7 @@ MAX_TERMS = 12
 #: (a load or two, the arithmetic, a store) does: an unrolled or strip-mined
 #: loop's iteration counts as the several it does. 4 until session 34; 2
 #: since PyShark's own team (session 32) wakes for less than libgomp did:
-#: build/s34_guard2.py, us per call with the guard at 4 statements a unit
+#: scripts/guard_probe.py, us per call with the guard at 4 statements a unit
 #: against 2 (the probe's P/2 and P/4, the same for loop bodies), Numba
 #: beside: crystal tiny 18.9 -> 10.1 (Numba 12.9) on the H100 machine's
 #: host, 6.3 -> 6.2 (6.8) on the 2-core box; kmeans tiny 7.6 -> 9.7 and

@@ -1,5 +1,6 @@
-"""What the session-32 probe scripts share: the best time of back-to-back
-calls, and a copy of an array at a chosen offset modulo 4 KiB."""
+"""What the probe scripts share: the best time of back-to-back calls, an
+ABBA comparison of two calls, and a copy of an array at a chosen offset
+modulo 4 KiB."""
 import time
 
 import numpy as np
@@ -29,3 +30,24 @@ def placed(a: np.ndarray, off: int, keep: list) -> np.ndarray:
     v = buf[base + off: base + off + a.nbytes].view(a.dtype).reshape(a.shape)
     v[...] = a
     return v
+
+
+def ab(fa, fb, rounds: int = 40, reps: int = 3) -> tuple[float, float, float]:
+    """(median ms of fa, of fb, median per-round ratio fa/fb): rounds of the
+    best of `reps` calls each, the order alternating (ABBA), so that a slow
+    stretch of the machine falls on both."""
+    import statistics
+    ta, tb, ratios = [], [], []
+    for r in range(rounds):
+        res = {}
+        for f in ((fa, fb) if r % 2 == 0 else (fb, fa)):
+            best = 1e9
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                f()
+                best = min(best, time.perf_counter() - t0)
+            res[f] = best
+        ta.append(res[fa])
+        tb.append(res[fb])
+        ratios.append(res[fa] / res[fb])
+    return statistics.median(ta) * 1e3, statistics.median(tb) * 1e3, statistics.median(ratios)
