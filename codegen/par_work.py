@@ -126,14 +126,15 @@ def _resolve(e: K.Expr, once: dict, bad: set, depth: int = 0) -> Optional[K.Expr
     return None if failed else out
 
 
-def _straight(block: K.Block) -> int:
+def _straight(block: K.Block, combine=max) -> int:
     """Statements of a block, not inside its loops, a math library call
     counting K.LIBM_COST (crystal's cos and sin per wave and pixel: 512
     pixels of 5 waves ran 2.5x faster on 16 threads than on one); an If
     counts its longer branch, the one path an iteration takes at most
     (Rodinia's hotspot cell, a chain of nine cases, counted 62 units a cell
     as the sum of its branches, so its 16 x 16 grid woke the team at P/4:
-    4.3 -> 17.8 us a call on the H100 machine's host)."""
+    4.3 -> 17.8 us a call on the H100 machine's host). `combine` joins the
+    branches' counts (scripts/guard_probe.py passes `sum`, the old rule)."""
     n = 0
     for s in block.stms:
         n += 1
@@ -141,7 +142,7 @@ def _straight(block: K.Block) -> int:
             n += K.LIBM_COST * sum(1 for x in walk_exprs(e)
                                    if isinstance(x, (K.Un, K.Bin)) and x.op in K.LIBM_PRIMS)
         if isinstance(s, K.If):
-            n += max(_straight(s.then), _straight(s.orelse))
+            n += combine(_straight(s.then, combine), _straight(s.orelse, combine))
     return n
 
 

@@ -12,19 +12,15 @@ import pyshark
 from pyshark.benchmarks.suite import BY_NAME
 from pyshark.benchmarks.peers import numba_peers, numba_ports
 import pyshark.codegen.par_work as pw
-from pyshark.codegen import kir as K
-from pyshark.codegen.kir_traverse import stm_exprs, walk_exprs
 new = pw._straight
-def straight_sum(block):
-    n = 0
-    for s in block.stms:
-        n += 1
-        for e in stm_exprs(s):
-            n += K.LIBM_COST * sum(1 for x in walk_exprs(e)
-                                   if isinstance(x, (K.Un, K.Bin)) and x.op in K.LIBM_PRIMS)
-        if isinstance(s, K.If):
-            n += straight_sum(s.then) + straight_sum(s.orelse)
-    return n
+
+
+def straight_sum(block, combine=None):
+    """the old rule: an If counts both branches (par_work's recursion comes
+    back through the module's name, which is this function while patched)"""
+    return new(block, lambda a, b: a + b)
+
+
 VARIANTS = {"before": (straight_sum, 4), "after": (new, pw.STMS_PER_UNIT)}
 for spec in sys.argv[1:]:
     prog, size = spec.split(":")
