@@ -77,8 +77,8 @@ class Sampler:
     after a pause: in these VMs the first call after 20-50 ms asleep took
     0.3 ms more (saxpy at 2^20, PyShark and Numba alike) and Numba's libgomp
     team 2-6 ms more (scripts/wake_probe.py), which back-to-back calls never
-    pay. The (other processes' cores) and the context-switch count cover this
-    target's samples only."""
+    pay. The meter of other processes' cores and the context-switch count
+    cover this target's samples only, not the untimed call."""
 
     def __init__(self, call, estimate: float, *, repeats: int = 5, min_sample: float = 0.02,
                  budget: float = 30.0):
