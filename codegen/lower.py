@@ -65,6 +65,7 @@ def lower_entry(program: ir.Program, name: str, module: K.Module,
                 lw.facts.at_least[dim.name] = 0      # a length is never negative
             params += [d, *dims]
             env[p.name] = Arr(d, d, dims, p.type.elem, frozenset())
+    lw.inputs = frozenset(v.base.name for v in env.values() if isinstance(v, Arr))
     outs = []
     for k, t in enumerate(fun.ret):
         if isinstance(t, ScalarType):

@@ -208,6 +208,7 @@ class Lowerer:
         self.frame = 0
         self.in_par = False
         self.facts = Facts()
+        self.inputs: frozenset = frozenset()  # the entry's array parameters (never freed here)
         self.created: list[str] = []       # every variable made, in order
         # loop versioning of bounds checks (see par_for): None, or a dict
         # {"mode": "collect"|"assume", "conds": [...], "k": int, "local": set}

@@ -13,8 +13,9 @@ from pyshark.core.types import BOOL, I64, ScalarType
 
 from . import kir as K
 from . import scalar as S
+from .kir_traverse import walk_stms
 from .lower_arrays import versioned_for
-from .lower_base import Arr, Delayed, Lowerer, RuleTable, Value
+from .lower_base import Arr, Delayed, Lowerer, RuleTable, Value, shape_size
 
 def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
     """Lowers both branches; each returns [(value, owned)]. Array results are
@@ -50,9 +51,12 @@ def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
                           else K.type_of(tv.base))
             tstms.append(K.Set(base, tv.base))
             estms.append(K.Set(base, ev.base))
-        data = lw.var("ifd", K.Ptr(t.elem))
-        tstms.append(K.Set(data, tv.data))
-        estms.append(K.Set(data, ev.data))
+        if tv.data is tv.base and ev.data is ev.base:
+            data = base                 # both whole blocks: so is the result
+        else:
+            data = lw.var("ifd", K.Ptr(t.elem))
+            tstms.append(K.Set(data, tv.data))
+            estms.append(K.Set(data, ev.data))
         shape = []
         for d in range(t.rank):
             sv = lw.var("ifn", I64)
@@ -102,29 +106,53 @@ class _ShapeVaries(Exception):
     """A loop-carried array's shape changes across iterations."""
 
 
+class _StaysBorrowed(Exception):
+    """A loop's borrowed initial array cannot be read in place: the body
+    copies it whole, or hands it on as a result."""
+
+
 def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
     """A sequential loop. Array parameters are owned by the loop: an initial
     value the loop cannot take over (borrowed, or still live after the loop)
-    is copied first; the body frees what it does not carry on.
+    is copied first; the body frees what it does not carry on. An entry's
+    input is not copied (`_lower_loop`, `lazy`) unless the body would copy
+    it anyway.
 
     First tried with each carried array's shape fixed to its initial shape
     (a stencil iterated in place keeps its shape, and the bounds analysis
     then knows the sizes); if the body's result can have another shape, the
     loop is lowered again with the shapes carried as variables."""
-    try:
-        with lw.ownership_restored_on(_ShapeVaries), lw.block() as blk:
-            vals = _lower_loop(lw, e, env, fixed_shapes=True)
-    except _ShapeVaries:
-        return _lower_loop(lw, e, env, fixed_shapes=False)
-    for s in blk[0].stms:
-        lw.emit(s)
-    return vals
+    for fixed in (True, False):
+        for lazy in (True, False):
+            try:
+                with lw.ownership_restored_on((_ShapeVaries, _StaysBorrowed)), \
+                        lw.block() as blk:
+                    vals = _lower_loop(lw, e, env, fixed_shapes=fixed, lazy=lazy)
+            except _StaysBorrowed:
+                continue
+            except _ShapeVaries:
+                break
+            for s in blk[0].stms:
+                lw.emit(s)
+            return vals
+    raise AssertionError("a loop without fixed shapes and without lazy inputs always lowers")
 
 
-def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
+def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
+    """The loop's statements; its carried values are returned. With `lazy`,
+    a carried array whose initial value is an entry's input starts out
+    borrowed instead of copied (copy-on-write by ownership: a flag `own`
+    says whether the loop has replaced it by memory of its own; only then
+    is the old value freed, and if no iteration ran, it is copied after the
+    loop). Iterative stencils read their input in the first step and make
+    a new array: the copy was a whole pass over the input for nothing, as
+    was the entry's final copy of a result whose data pointer is not its
+    base, which `aligned` removes: a carried array made only of fresh
+    arrays is returned as one."""
     live = lw.live
     inits = []
-    for p, init in zip(e.params, e.inits):
+    owns: dict[int, K.KVar] = {}        # lazy parameter -> its `own` flag
+    for k, (p, init) in enumerate(zip(e.params, e.inits)):
         v = lw.atom(init, env)
         if not isinstance(p.type, ScalarType):
             if isinstance(v, Delayed):
@@ -135,6 +163,9 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
             if (sc is not None and sc is lw.scopes[-1] and not others_live
                     and v.aliases == frozenset({v.base.name})):
                 lw.disown(v.base)
+            elif lazy and isinstance(v.base, K.KVar) and v.base.name in lw.inputs:
+                owns[k] = lw.var("own", BOOL)
+                lw.emit(K.Set(owns[k], S.const(False, BOOL)))
             else:
                 v = lw.copy_arr(v)
                 lw.disown(v.base)
@@ -142,11 +173,24 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
                 v = Arr(v.base, v.data, tuple(lw.let("n", d) for d in v.shape), v.elem,
                         v.aliases)
         inits.append(v)
+    if lazy and not owns:
+        raise _StaysBorrowed()          # nothing borrowed: the plain lowering
     carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None)
                for p, v in zip(e.params, inits)]
-    for c, v in zip(carried, inits):
+    aligned = [isinstance(v, Arr) and (k in owns or v.data is v.base)
+               for k, v in enumerate(inits)]
+    for k, (c, v) in enumerate(zip(carried, inits)):
+        if k in owns:                   # base = data: never freed while borrowed
+            v = Arr(c.base, v.data, v.shape, v.elem, v.aliases)
+            lw.emit(K.Set(c.base, v.data))
+            lw.emit(K.Set(c.data, v.data))
+            for a, b in zip(c.shape, v.shape):
+                if a != b:
+                    lw.emit(K.Set(a, b))
+            continue
         for s in assign_stms(lw, c, v):
             lw.emit(s)
+    borrowed = {carried[k].base.name: carried[k] for k in owns}
     inner = dict(env)
     for p, c in zip(e.params, carried):
         inner[p.name] = c
@@ -154,10 +198,11 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
 
     def iteration() -> K.Block:
         with lw.block() as blk:
-            with lw.temp_scope(owned=[c.base for c in carried if isinstance(c, Arr)]) as sc:
+            with lw.temp_scope(owned=[c.base for c in carried
+                                      if isinstance(c, Arr) and c.base.name not in borrowed]) as sc:
                 res = lw.lower_body(e.body, inner, body_live)
                 vals = []
-                for (r, owned), c in zip(res, carried):
+                for k, ((r, owned), c) in enumerate(zip(res, carried)):
                     if isinstance(c, Arr) and not owned:
                         if r.base.name not in {x.base.name for x in carried
                                                if isinstance(x, Arr)} or \
@@ -166,11 +211,21 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
                             lw.disown(r.base)
                     if fixed_shapes and isinstance(c, Arr) and tuple(r.shape) != tuple(c.shape):
                         raise _ShapeVaries()
+                    if isinstance(c, Arr):
+                        if r.aliases & borrowed.keys() or r.base.name in borrowed:
+                            raise _StaysBorrowed()
+                        aligned[k] = aligned[k] and r.data is r.base
                     vals.append(r)
+                if borrowed and _copies_whole(lw.emitted(), borrowed.values()):
+                    raise _StaysBorrowed()
                 keep = {r.base.name for r in vals if isinstance(r, Arr)}
                 for b in sc.owned:
                     if b.name not in keep:
                         lw.emit(K.Free(b))
+                for k, own in owns.items():
+                    b = carried[k].base
+                    if b.name not in keep:
+                        lw.emit(K.If(own, K.Block((K.Free(b),))))
                 temps = [lw.var("nx", K.type_of(r)) if not isinstance(r, Arr)
                          else carried_like(lw, r, c.shape if fixed_shapes else None)
                          for r, c in zip(vals, carried)]
@@ -180,6 +235,8 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
                 for c, t in zip(carried, temps):
                     for s in assign_stms(lw, c, t):
                         lw.emit(s)
+                for own in owns.values():
+                    lw.emit(K.Set(own, S.const(True, BOOL)))
         return blk[0]
 
     if isinstance(e.form, ir.ForLoop):
@@ -197,10 +254,35 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool):
         with lw.block() as cb:
             lw.emit(K.Set(c, cond_value()))
         lw.emit(K.While(c, K.Block(body.stms + cb[0].stms)))
-    for c in carried:
+    for k, own in owns.items():         # no iteration replaced it: copied now
+        c = carried[k]
+        with lw.block() as fb:
+            p = lw.var("copy", K.type_of(c.base))
+            count = shape_size(c.shape)
+            lw.emit(K.Alloc(p, count))
+            lw.emit(K.CopyMem(p, c.data, count))
+            lw.emit(K.Set(c.base, p))
+            lw.emit(K.Set(c.data, p))
+        lw.emit(K.If(S.lnot(own), fb[0]))
+    out = []
+    for k, c in enumerate(carried):
         if isinstance(c, Arr):
             lw.own(c.base)
-    return list(carried)
+            if aligned[k]:
+                c = Arr(c.base, c.base, c.shape, c.elem, c.aliases)
+        out.append(c)
+    return out
+
+
+def _copies_whole(stms: list, arrs) -> bool:
+    """Whether any statement (nested too) copies one of `arrs` from its
+    start: the body needs that array as its own, which a borrowed value
+    would make it copy in every iteration instead of once."""
+    names = {a.data.name for a in arrs} | {a.base.name for a in arrs}
+    for s in walk_stms(K.Block(tuple(stms))):
+        if isinstance(s, K.CopyMem) and isinstance(s.src, K.KVar) and s.src.name in names:
+            return True
+    return False
 
 
 def carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:

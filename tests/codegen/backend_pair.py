@@ -27,9 +27,9 @@ def python_and(backend: str, source: str, tmp_path_factory, name: str) -> list:
 
 
 #: a loop that allocates a fresh array per step and frees the last one; its
-#: initial value is the caller's array (copied in) and its result is copied
-#: out (the heap's reuse: cpu/test_backend.py; the team's copies:
-#: test_parallel_copy.py)
+#: initial value is the caller's array (read in place, copied only when no
+#: step runs) and its result is handed over (the heap's reuse:
+#: cpu/test_backend.py; the team's copies: test_parallel_copy.py)
 STEP_LOOP = """
 import pyshark.prelude as ps
 

@@ -76,7 +76,9 @@ def test_loop_copies_are_parallel_in_the_kernel_ir():
     copies = [s for s in _walk(f.body) if isinstance(s, K.CopyMem)]
     pars = [s for s in _walk(f.body) if isinstance(s, K.ParFor)
             and any(isinstance(t, K.CopyMem) for t in s.body.stms)]
-    assert len(copies) == 2 and len(pars) == 2        # the initial value in, the result out
+    # the input is read in place and the result handed over: the one copy
+    # left is the input's, when no step ran (lower_control._lower_loop)
+    assert len(copies) == 1 and len(pars) == 1
 
 
 @pytest.fixture(scope="module")
