@@ -122,6 +122,7 @@ Value = Union[K.Expr, Arr, Delayed, ColumnsOf]
 class Scope:
     owned: list = field(default_factory=list)     # base KVars this body frees
     frame: int = 0                                # lambda frame number
+    carried: frozenset = frozenset()              # a loop iteration's: its parameters' names
 
 
 @dataclass(frozen=True)
@@ -217,6 +218,7 @@ class Lowerer:
         # the walk (bind_stms): names live after the statement being lowered,
         # the statements after it, the use counts of its body
         self.live: frozenset = frozenset()
+        self.live_in_body: frozenset = frozenset()  # the part of `live` the body itself reads
         self.rest: tuple = ()
         self.body_counts: dict = {}
 
@@ -467,11 +469,12 @@ class Lowerer:
         self.scopes[-1].owned = [b for b in self.scopes[-1].owned if b.name != base.name]
 
     @contextmanager
-    def temp_scope(self, free: bool = False, owned=()):
+    def temp_scope(self, free: bool = False, owned=(), carried: frozenset = frozenset()):
         """A Scope of the current frame for an algorithm's temporaries (owning
         `owned` from the start), popped on exit; with `free` what it owns then
-        is freed, else the caller has freed or handed over what it made."""
-        sc = Scope(owned=list(owned), frame=self.frame)
+        is freed, else the caller has freed or handed over what it made.
+        `carried`: a loop iteration's scope, the names of the loop's parameters."""
+        sc = Scope(owned=list(owned), frame=self.frame, carried=carried)
         self.scopes.append(sc)
         try:
             yield sc
@@ -562,6 +565,7 @@ class Lowerer:
         counts = use_counts(body)
         for k, stm in enumerate(body.stms[:upto]):
             self.live = lives[k] | outer_live
+            self.live_in_body = lives[k]
             self.body_counts = counts
             self.rest = body.stms[k + 1:]
             vals = self.lower_exp(stm, env)

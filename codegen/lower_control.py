@@ -17,10 +17,12 @@ from .kir_traverse import walk_stms
 from .lower_arrays import versioned_for
 from .lower_base import Arr, Delayed, Lowerer, RuleTable, Value, shape_size
 
-def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
+def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types, taker=None) -> list:
     """Lowers both branches; each returns [(value, owned)]. Array results are
     uniformly owned (fresh variables the enclosing scope frees) or uniformly
-    borrowed (aliases of what the branches returned)."""
+    borrowed (aliases of what the branches returned). A borrowed side is
+    copied, unless `taker` (_carried_taker) lets the If take it over: the
+    other branch then frees it."""
     with lw.block() as tb:
         tres = then_fn()
     with lw.block() as eb:
@@ -35,6 +37,10 @@ def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
             estms.append(K.Set(v, ev))
             out.append(v)
             continue
+        if town != eown and taker is not None and taker(ev if town else tv):
+            kept = (ev if town else tv).base
+            (tstms if town else estms).append(K.Free(kept))
+            town = eown = True
         if town != eown:
             # make the borrowed side owned by copying it inside its branch
             with lw.emitting_into(tstms if not town else estms), lw.temp_scope():
@@ -76,19 +82,46 @@ def _merge_if(lw: Lowerer, cond: K.Expr, then_fn, else_fn, types) -> list:
 def _h_if(lw: Lowerer, e: ir.If, env, stm):
     cond = lw.scalar(e.cond, env)
     live = lw.live
+    taker = _carried_taker(lw, env)
     return _merge_if(lw, cond,
                      lambda: lw.lower_body(e.then_body, env, live),
-                     lambda: lw.lower_body(e.else_body, env, live), e.ret)
+                     lambda: lw.lower_body(e.else_body, env, live), e.ret, taker)
 
 
-def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None) -> Value:
+def _carried_taker(lw: Lowerer, env):
+    """For an If directly in a loop's body (`if c: x = f(x)`, the other
+    branch keeping x): a function that takes over a branch's borrowed
+    result when it is a carried array the iteration owns whole and no name
+    live after the If sees it (a loop parameter counts as live only where
+    the body itself reads it later). The iteration then no longer frees it;
+    _merge_if frees it in the branch that replaces it. Without this the
+    branch that keeps x copied it in every iteration. None elsewhere."""
+    if len(lw.scopes) < 2 or not lw.scopes[-2].carried or lw.scopes[-2].frame != lw.frame:
+        return None
+    it = lw.scopes[-2]
+    live = lw.live_in_body | (lw.live - it.carried)
+
+    def take(v) -> bool:
+        if not (isinstance(v, Arr) and isinstance(v.base, K.KVar)
+                and v.aliases == frozenset({v.base.name})
+                and any(b.name == v.base.name for b in it.owned)):
+            return False
+        if any(isinstance(env.get(n), Arr) and env[n].base == v.base for n in live):
+            return False
+        it.owned = [b for b in it.owned if b.name != v.base.name]
+        return True
+    return take
+
+
+def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None,
+             whole: bool = False) -> Value:
     """Loop variables for a loop parameter (an array's shape is fixed when
-    `shape` is given)."""
+    `shape` is given; with `whole` its data pointer is its base)."""
     t = p.type
     if isinstance(t, ScalarType):
         return lw.var(p.name, t)
     base = lw.var(p.name + "_b", K.Ptr(t.elem))
-    data = lw.var(p.name + "_d", K.Ptr(t.elem))
+    data = base if whole else lw.var(p.name + "_d", K.Ptr(t.elem))
     if shape is None:
         shape = tuple(lw.var(p.name + "_n", I64) for _ in range(t.rank))
     return Arr(base, data, shape, t.elem, frozenset({base.name}))
@@ -97,7 +130,8 @@ def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None) -> Value:
 def assign_stms(lw: Lowerer, dst: Value, src: Value) -> list:
     """The statements that make the variables of `dst` hold `src`."""
     if isinstance(dst, Arr):
-        return ([K.Set(dst.base, src.base), K.Set(dst.data, src.data)]
+        data = [] if dst.data is dst.base else [K.Set(dst.data, src.data)]
+        return ([K.Set(dst.base, src.base)] + data
                 + [K.Set(a, b) for a, b in zip(dst.shape, src.shape) if a != b])
     return [K.Set(dst, src)]
 
@@ -111,34 +145,58 @@ class _StaysBorrowed(Exception):
     copies it whole, or hands it on as a result."""
 
 
+class _NotWhole(Exception):
+    """A loop-carried array takes a value whose data pointer is not its base
+    (a view)."""
+
+
 def _h_loop(lw: Lowerer, e: ir.Loop, env, stm):
     """A sequential loop. Array parameters are owned by the loop: an initial
     value the loop cannot take over (borrowed, or still live after the loop)
-    is copied first; the body frees what it does not carry on. An entry's
-    input is not copied (`_lower_loop`, `lazy`) unless the body would copy
-    it anyway.
+    is copied first; the body frees what it does not carry on.
 
-    First tried with each carried array's shape fixed to its initial shape
-    (a stencil iterated in place keeps its shape, and the bounds analysis
-    then knows the sizes); if the body's result can have another shape, the
-    loop is lowered again with the shapes carried as variables."""
-    for fixed in (True, False):
-        for lazy in (True, False):
-            try:
-                with lw.ownership_restored_on((_ShapeVaries, _StaysBorrowed)), \
-                        lw.block() as blk:
-                    vals = _lower_loop(lw, e, env, fixed_shapes=fixed, lazy=lazy)
-            except _StaysBorrowed:
-                continue
-            except _ShapeVaries:
-                break
-            for s in blk[0].stms:
-                lw.emit(s)
-            return vals
-    raise AssertionError("a loop without fixed shapes and without lazy inputs always lowers")
+    Lowered first with three assumptions, each dropped (and the loop
+    lowered again) when the body breaks it:
+    - `fixed`: each carried array keeps its initial shape (a stencil
+      iterated in place; the bounds analysis then knows the sizes);
+    - `lazy`: an entry's input as an initial value is read in place, not
+      copied (unless the body would copy it anyway);
+    - `whole`: every value of a carried array is a whole block (its data
+      pointer is its base), so the loop's result can be handed to the
+      caller, or kept by an If, as it is."""
+    fixed = whole = True
+    lazy = _reads_an_input(lw, e, env)
+    while True:
+        try:
+            with lw.ownership_restored_on((_ShapeVaries, _StaysBorrowed, _NotWhole)), \
+                    lw.block() as blk:
+                vals = _lower_loop(lw, e, env, fixed, lazy, whole)
+        except _ShapeVaries:
+            fixed = False
+            continue
+        except _StaysBorrowed:
+            lazy = False
+            continue
+        except _NotWhole:
+            whole = False
+            continue
+        for s in blk[0].stms:
+            lw.emit(s)
+        return vals
 
 
-def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
+def _reads_an_input(lw: Lowerer, e: ir.Loop, env) -> bool:
+    """Whether an initial value of a carried array is an entry's input
+    (else `lazy` has nothing to do)."""
+    for p, init in zip(e.params, e.inits):
+        v = env.get(init.name) if isinstance(init, ir.Var) else None
+        if (not isinstance(p.type, ScalarType) and isinstance(v, Arr)
+                and isinstance(v.base, K.KVar) and v.base.name in lw.inputs):
+            return True
+    return False
+
+
+def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool, whole: bool):
     """The loop's statements; its carried values are returned. With `lazy`,
     a carried array whose initial value is an entry's input starts out
     borrowed instead of copied (copy-on-write by ownership: a flag `own`
@@ -147,8 +205,7 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
     loop). Iterative stencils read their input in the first step and make
     a new array: the copy was a whole pass over the input for nothing, as
     was the entry's final copy of a result whose data pointer is not its
-    base, which `aligned` removes: a carried array made only of fresh
-    arrays is returned as one."""
+    base, which `whole` removes."""
     live = lw.live
     inits = []
     owns: dict[int, K.KVar] = {}        # lazy parameter -> its `own` flag
@@ -163,6 +220,8 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
             if (sc is not None and sc is lw.scopes[-1] and not others_live
                     and v.aliases == frozenset({v.base.name})):
                 lw.disown(v.base)
+                if whole and v.data is not v.base:
+                    raise _NotWhole()
             elif lazy and isinstance(v.base, K.KVar) and v.base.name in lw.inputs:
                 owns[k] = lw.var("own", BOOL)
                 lw.emit(K.Set(owns[k], S.const(False, BOOL)))
@@ -175,19 +234,11 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
         inits.append(v)
     if lazy and not owns:
         raise _StaysBorrowed()          # nothing borrowed: the plain lowering
-    carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None)
+    carried = [_carried(lw, p, v.shape if fixed_shapes and isinstance(v, Arr) else None, whole)
                for p, v in zip(e.params, inits)]
-    aligned = [isinstance(v, Arr) and (k in owns or v.data is v.base)
-               for k, v in enumerate(inits)]
     for k, (c, v) in enumerate(zip(carried, inits)):
         if k in owns:                   # base = data: never freed while borrowed
-            v = Arr(c.base, v.data, v.shape, v.elem, v.aliases)
-            lw.emit(K.Set(c.base, v.data))
-            lw.emit(K.Set(c.data, v.data))
-            for a, b in zip(c.shape, v.shape):
-                if a != b:
-                    lw.emit(K.Set(a, b))
-            continue
+            v = Arr(v.data, v.data, v.shape, v.elem, v.aliases)
         for s in assign_stms(lw, c, v):
             lw.emit(s)
     borrowed = {carried[k].base.name: carried[k] for k in owns}
@@ -199,10 +250,11 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
     def iteration() -> K.Block:
         with lw.block() as blk:
             with lw.temp_scope(owned=[c.base for c in carried
-                                      if isinstance(c, Arr) and c.base.name not in borrowed]) as sc:
+                                      if isinstance(c, Arr) and c.base.name not in borrowed],
+                               carried=frozenset(p.name for p in e.params)) as sc:
                 res = lw.lower_body(e.body, inner, body_live)
                 vals = []
-                for k, ((r, owned), c) in enumerate(zip(res, carried)):
+                for (r, owned), c in zip(res, carried):
                     if isinstance(c, Arr) and not owned:
                         if r.base.name not in {x.base.name for x in carried
                                                if isinstance(x, Arr)} or \
@@ -214,7 +266,8 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
                     if isinstance(c, Arr):
                         if r.aliases & borrowed.keys() or r.base.name in borrowed:
                             raise _StaysBorrowed()
-                        aligned[k] = aligned[k] and r.data is r.base
+                        if whole and r.data is not r.base:
+                            raise _NotWhole()
                     vals.append(r)
                 if borrowed and _copies_whole(lw.emitted(), borrowed.values()):
                     raise _StaysBorrowed()
@@ -227,7 +280,7 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
                     if b.name not in keep:
                         lw.emit(K.If(own, K.Block((K.Free(b),))))
                 temps = [lw.var("nx", K.type_of(r)) if not isinstance(r, Arr)
-                         else carried_like(lw, r, c.shape if fixed_shapes else None)
+                         else carried_like(lw, r, c.shape if fixed_shapes else None, whole)
                          for r, c in zip(vals, carried)]
                 for t, r in zip(temps, vals):
                     for s in assign_stms(lw, t, r):
@@ -261,17 +314,13 @@ def _lower_loop(lw: Lowerer, e: ir.Loop, env, fixed_shapes: bool, lazy: bool):
             count = shape_size(c.shape)
             lw.emit(K.Alloc(p, count))
             lw.emit(K.CopyMem(p, c.data, count))
-            lw.emit(K.Set(c.base, p))
-            lw.emit(K.Set(c.data, p))
+            for s in assign_stms(lw, c, Arr(p, p, c.shape, c.elem, frozenset({p.name}))):
+                lw.emit(s)
         lw.emit(K.If(S.lnot(own), fb[0]))
-    out = []
-    for k, c in enumerate(carried):
+    for c in carried:
         if isinstance(c, Arr):
             lw.own(c.base)
-            if aligned[k]:
-                c = Arr(c.base, c.base, c.shape, c.elem, c.aliases)
-        out.append(c)
-    return out
+    return list(carried)
 
 
 def _copies_whole(stms: list, arrs) -> bool:
@@ -285,10 +334,12 @@ def _copies_whole(stms: list, arrs) -> bool:
     return False
 
 
-def carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None) -> Arr:
-    """Fresh variables for an array like `r` (its shape's when `shape` is None)."""
+def carried_like(lw: Lowerer, r: Arr, shape: Optional[tuple] = None,
+                 whole: bool = False) -> Arr:
+    """Fresh variables for an array like `r` (its shape's when `shape` is
+    None; with `whole` its data pointer is its base)."""
     base = lw.var("nb", K.type_of(r.base))
-    data = lw.var("nd", K.type_of(r.data))
+    data = base if whole else lw.var("nd", K.type_of(r.data))
     if shape is None:
         shape = tuple(lw.var("nn", I64) for _ in r.shape)
     return Arr(base, data, shape, r.elem, frozenset({base.name}))

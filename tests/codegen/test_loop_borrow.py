@@ -3,8 +3,11 @@ place (lower_control._lower_loop, `lazy`): no copy before the loop, a
 conditional free of the old value, a copy after it only when no iteration
 ran; and a result made only of whole blocks is handed to the caller
 without the entry's final copy. Where the body needs the array as its own
-(an in-place update, a branch that keeps it, a swap with another carried
-array) the loop copies it first, as before. Every shape runs in Python
+(a copy in the body, a branch that keeps it, a swap with another carried
+array) the loop copies it first, as before. An If directly in a loop body
+that keeps the carried array in one branch takes it over from the
+iteration instead of copying it in that branch every iteration
+(lower_control._carried_taker). Every shape runs in Python
 mode and on each compiled backend, including the kir interpreter, which
 fails on a leak, a double free or a use after free; the caller's arrays
 stay as they were."""
@@ -53,6 +56,30 @@ def some_steps(xs: ps.Array[ps.f64], k: int) -> ps.Array[ps.f64]:
     for i in range(k):
         if i % 2 == 0:
             xs = ps.map(lambda x: x + 1.0, xs)
+    return xs
+
+
+@ps.entry
+def keep_and_read(xs: ps.Array[ps.f64], k: int) -> ps.Array[ps.f64]:
+    """The kept array is read again after the If: it must not be taken over."""
+    for i in range(k):
+        if i % 3 == 0:
+            ys = ps.map(lambda x: x + 1.0, xs)
+        else:
+            ys = xs
+        xs = ps.map(lambda a, b: a * 0.5 + b, ys, xs)
+    return xs
+
+
+@ps.entry
+def nested_keep(xs: ps.Array[ps.f64], k: int) -> ps.Array[ps.f64]:
+    """An If inside an If inside the loop keeps the array (copied there)."""
+    for i in range(k):
+        if i % 2 == 0:
+            if i % 4 == 0:
+                xs = ps.map(lambda x: x * 2.0, xs)
+        else:
+            xs = ps.map(lambda x: x - 1.0, xs)
     return xs
 
 
@@ -122,11 +149,31 @@ def test_a_stencil_over_an_input_copies_nothing_before_its_loop_or_after_it():
 
 @pytest.mark.parametrize("name, before", [("bumps", 1), ("some_steps", 1), ("swap", 2)])
 def test_a_body_that_needs_the_array_as_its_own_gets_it_copied_once_first(name, before):
-    """(a copy in the body, a branch that keeps the array, a swap): a
-    borrowed value there would be copied in every iteration, or freed."""
+    """(a copy in the body; a branch that keeps the array, which the If
+    takes over only from a loop that owns it; a swap): a borrowed value
+    there would be copied in every iteration, or freed."""
     body = _lowered(name)
     assert len(_copies_before_loops(body)) == before
     assert not any("own_" in v for s in body.stms for v in K.declared_vars(s))
+
+
+def test_a_branch_that_keeps_the_carried_array_does_not_copy_it():
+    """`if c: x = f(x)` in a loop: the If takes x over from the iteration, the
+    branch that replaces it frees it, the other carries it on (before, that
+    branch copied x in every iteration)."""
+    body = _lowered("some_steps")
+    loops = [s for s in body.stms if isinstance(s, K.For)]
+    assert loops and not any(isinstance(t, K.CopyMem) for lp in loops for t in K.walk_stms(lp.body))
+    (branch,) = [s for lp in loops for s in K.walk_stms(lp.body) if isinstance(s, K.If)
+                 and any(isinstance(t, K.ParFor) for t in K.walk_stms(s.then))]
+    assert any(isinstance(t, K.Free) for t in branch.then.stms)
+
+
+@pytest.mark.parametrize("name", ["keep_and_read", "nested_keep"])
+def test_a_kept_array_read_later_or_kept_deeper_is_copied_in_its_branch(name):
+    body = _lowered(name)
+    loops = [s for s in body.stms if isinstance(s, K.For)]
+    assert any(isinstance(t, K.CopyMem) for lp in loops for t in K.walk_stms(lp.body))
 
 
 @pytest.fixture(scope="module", params=["cpu", "opencl", "kir"])
@@ -161,6 +208,8 @@ def test_loops_over_inputs_agree_with_python_mode(mods, n, k):
     xs = rng.normal(size=n)
     _same(mods, "smooth", k, xs) if n else None
     _same(mods, "some_steps", xs, k)
+    _same(mods, "keep_and_read", xs, k)
+    _same(mods, "nested_keep", xs, k)
     _same(mods, "until_small", np.abs(xs) * 4.0)
     if n:
         ints = rng.integers(-50, 50, n)
