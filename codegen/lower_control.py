@@ -106,11 +106,22 @@ def _carried_taker(lw: Lowerer, env):
                 and v.aliases == frozenset({v.base.name})
                 and any(b.name == v.base.name for b in it.owned)):
             return False
-        if any(isinstance(env.get(n), Arr) and env[n].base == v.base for n in live):
+        if any(_may_read(env.get(n), v.base) for n in live):
             return False
         it.owned = [b for b in it.owned if b.name != v.base.name]
         return True
     return take
+
+
+def _may_read(val, base: K.KVar) -> bool:
+    """Whether a bound value may read the block of `base` when it is used: an
+    array on it, or a value whose reads are not known here (a delayed
+    producer, which can_delay lets cross an If, or a transposed view)."""
+    if val is None or isinstance(val, K.Expr):
+        return False
+    if isinstance(val, Arr):
+        return val.base == base or base.name in val.aliases
+    return True
 
 
 def _carried(lw: Lowerer, p: ir.Var, shape: Optional[tuple] = None,

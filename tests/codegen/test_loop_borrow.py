@@ -41,8 +41,9 @@ def smooth(k: int, xs: ps.Array[ps.f64]) -> ps.Array[ps.f64]:
 
 @ps.entry
 def bumps(xs: ps.Array[int], k: int) -> ps.Array[int]:
-    """An in-place update per step of a copy the body asks for: the input is
-    copied once, not per step."""
+    """The body copies the carried array itself (ps.copy) and updates the
+    copy: the loop copies its input first, as before, rather than read it
+    in place (the lazy attempt backs off at a whole copy of it)."""
     for i in range(k):
         ys = ps.copy(xs)
         ys[i % len(ys)] += 1
@@ -68,6 +69,20 @@ def keep_and_read(xs: ps.Array[ps.f64], k: int) -> ps.Array[ps.f64]:
         else:
             ys = xs
         xs = ps.map(lambda a, b: a * 0.5 + b, ys, xs)
+    return xs
+
+
+@ps.entry
+def delayed_across(xs: ps.Array[ps.f64], k: int) -> ps.Array[ps.f64]:
+    """d stays a delayed producer of xs across the If (the lowering fuses it
+    into the reduce after it): the If must not take xs over and free it
+    (the kir interpreter saw a use after free before _may_read)."""
+    for i in range(k):
+        d = ps.map(lambda x: x * 2.0, xs)
+        if i % 2 == 0:
+            xs = ps.map(lambda x: x + 1.0, xs)
+        s = ps.reduce(max, ps.lowest(ps.f64), d)
+        xs = ps.map(lambda x: x * 0.5 + s, xs)
     return xs
 
 
@@ -169,7 +184,7 @@ def test_a_branch_that_keeps_the_carried_array_does_not_copy_it():
     assert any(isinstance(t, K.Free) for t in branch.then.stms)
 
 
-@pytest.mark.parametrize("name", ["keep_and_read", "nested_keep"])
+@pytest.mark.parametrize("name", ["keep_and_read", "nested_keep", "delayed_across"])
 def test_a_kept_array_read_later_or_kept_deeper_is_copied_in_its_branch(name):
     body = _lowered(name)
     loops = [s for s in body.stms if isinstance(s, K.For)]
@@ -210,6 +225,7 @@ def test_loops_over_inputs_agree_with_python_mode(mods, n, k):
     _same(mods, "some_steps", xs, k)
     _same(mods, "keep_and_read", xs, k)
     _same(mods, "nested_keep", xs, k)
+    _same(mods, "delayed_across", xs, k)
     _same(mods, "until_small", np.abs(xs) * 4.0)
     if n:
         ints = rng.integers(-50, 50, n)
