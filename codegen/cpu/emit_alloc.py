@@ -11,6 +11,8 @@ from .llvm_types import I1 as _I1, I32 as _I32, I64 as _I64, PTR as _PTR
 
 _HUGE = 1 << 21             # transparent huge page size on x86-64
 _HUGE_MIN = 1 << 22         # blocks from 4 MiB on are advised as huge pages
+# malloc's blocks from 256 KiB on are padded by _STAGGER too (block_allocator)
+_PAD_MIN = 1 << 18
 _MADV_HUGEPAGE = 14
 # Large blocks come from glibc's heap rather than from mmap: with mmap, each
 # fresh result is a new mapping whose pages the kernel faults in and zeroes
@@ -64,7 +66,20 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     null test where it was ~35 instructions ("Compile time").
 
     Small blocks: malloc (16-byte aligned; the vector code uses unaligned
-    loads, and aligned_alloc's slower path showed in profiles). Large
+    loads, and aligned_alloc's slower path showed in profiles), from 256 KiB
+    (_PAD_MIN) on padded by STAGGER bytes where large blocks are staggered
+    (stagger_blocks: not on AMD Zen). Why the pad: glibc places blocks
+    of one size one after another 16 bytes past a multiple of their size,
+    so a stencil's two step grids of 1 MiB lay 1 MiB + 16 bytes apart; once
+    the heap's pages are transparent huge pages (numpy and the large-block
+    path below advise them, and a long-running process reuses that memory),
+    physical = virtual within 2 MiB, and element i of both grids falls in
+    the same L2 set (1 MiB is a multiple of the set period). On the H100
+    machine's Intel host hotspot_rodinia small then took 0.70-0.80 ms a
+    call against 0.38-0.45 fresh; padded, 0.39-0.46 ms in the same
+    process states (benchmarks/README.md, "Session 35"). On the 2-core Zen 5
+    the pad made hotspot small 10% faster and pathfinder small 20% slower
+    (fresh processes, 4 KiB pages): not there. Large
     blocks: from the heap, advised as transparent huge pages (what numpy's
     allocator does), so that a fresh result costs one page fault per 2 MiB
     rather than per 4 KiB; either 2 MiB aligned, or (stagger_blocks) 64-byte
@@ -98,7 +113,12 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     raw = b.mul(n, size)
     b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
     b.position_at_end(small_bb)
-    small = b.call(decls.get("malloc", _PTR, [_I64]), [raw])
+    if stagger_blocks():
+        raw_small = b.select(b.icmp_signed(">=", raw, _I64(_PAD_MIN)), b.add(raw, _I64(_STAGGER)),
+                             raw)
+    else:
+        raw_small = raw
+    small = b.call(decls.get("malloc", _PTR, [_I64]), [raw_small])
     b.branch(got_bb)
     b.position_at_end(huge_bb)
     # from the heap, not a fresh mapping: a freed block stays mapped and the

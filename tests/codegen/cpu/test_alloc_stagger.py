@@ -1,7 +1,11 @@
 """Large blocks (codegen/cpu/emit_alloc.py): staggered (64-byte aligned,
 different offsets modulo 4 KiB from one block to the next) or 2 MiB
 aligned, as PYSHARK_ALLOC_STAGGER chooses; both give the same results, the
-results are freed by numpy, and the choice is part of the cache key."""
+results are freed by numpy, and the choice is part of the cache key.
+Where large blocks are staggered, malloc's blocks from 256 KiB on are
+padded, so that blocks of one size allocated one after another do not
+start at the same offset modulo the L2 cache's set period (128 KiB here),
+as glibc places them unpadded."""
 from __future__ import annotations
 
 import numpy as np
@@ -49,3 +53,23 @@ def test_policy_is_part_of_the_cache_key(monkeypatch, tmp_path):
     monkeypatch.setenv("PYSHARK_ALLOC_STAGGER", "1")
     on = CpuBackend().cache_salt()
     assert off != on and off.split(":")[0] == on.split(":")[0]   # same host, other policy
+
+
+MID = (1 << 18) + 7        # 1 MiB + 28 bytes of f32: malloc's path, padded
+
+
+def test_mid_blocks_of_one_size_fall_in_different_cache_sets(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYSHARK_ALLOC_STAGGER", "1")       # the pad goes with staggering
+    src = tmp_path / "sx_mid.py"
+    src.write_text(SRC)
+    w = Wrapper("cpu", cache_dir=tmp_path / "cache").add_source_file(src).compile_and_load()
+    xs = np.arange(MID, dtype=np.float32)
+    ys = np.ones(MID, dtype=np.float32)
+    outs = [w.saxpy(np.float32(2.0), xs, ys) for _ in range(6)]
+    for out in outs:
+        np.testing.assert_array_equal(out, np.float32(2.0) * xs + ys)
+    period = 1 << 17
+    offs = sorted(o.ctypes.data % period for o in outs)
+    # unpadded, glibc put them 1 MiB + 16 bytes apart: all six within 80 bytes
+    assert max(offs) - min(offs) > 4096, offs
+    del outs
