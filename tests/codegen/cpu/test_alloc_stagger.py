@@ -25,18 +25,24 @@ def saxpy(a: ps.f32, xs: ps.Array[ps.f32], ys: ps.Array[ps.f32]) -> ps.Array[ps.
 N = (1 << 20) + 3          # 4 MiB + 12 bytes of f32: the large-block path
 
 
+def _live_results(tmp_path, n: int, count: int) -> list:
+    """`count` results of n f32 elements each, all alive at once, checked."""
+    src = tmp_path / "sx.py"
+    src.write_text(SRC)
+    w = Wrapper("cpu", cache_dir=tmp_path / "cache").add_source_file(src).compile_and_load()
+    xs = np.arange(n, dtype=np.float32)
+    ys = np.ones(n, dtype=np.float32)
+    outs = [w.saxpy(np.float32(2.0), xs, ys) for _ in range(count)]
+    for out in outs:
+        np.testing.assert_array_equal(out, np.float32(2.0) * xs + ys)
+    return outs
+
+
 @pytest.mark.parametrize("stagger", ["0", "1"])
 def test_large_blocks_by_policy(stagger, monkeypatch, tmp_path):
     monkeypatch.setenv("PYSHARK_ALLOC_STAGGER", stagger)
     assert emit_alloc.stagger_blocks() is (stagger == "1")
-    src = tmp_path / "sx.py"
-    src.write_text(SRC)
-    w = Wrapper("cpu", cache_dir=tmp_path / "cache").add_source_file(src).compile_and_load()
-    xs = np.arange(N, dtype=np.float32)
-    ys = np.ones(N, dtype=np.float32)
-    outs = [w.saxpy(np.float32(2.0), xs, ys) for _ in range(4)]
-    for out in outs:
-        np.testing.assert_array_equal(out, np.float32(2.0) * xs + ys)
+    outs = _live_results(tmp_path, N, 4)
     addrs = [o.ctypes.data for o in outs]
     if stagger == "1":
         assert all(a % 64 == 0 for a in addrs)
@@ -60,14 +66,7 @@ MID = (1 << 18) + 7        # 1 MiB + 28 bytes of f32: malloc's path, padded
 
 def test_mid_blocks_of_one_size_fall_in_different_cache_sets(monkeypatch, tmp_path):
     monkeypatch.setenv("PYSHARK_ALLOC_STAGGER", "1")       # the pad goes with staggering
-    src = tmp_path / "sx_mid.py"
-    src.write_text(SRC)
-    w = Wrapper("cpu", cache_dir=tmp_path / "cache").add_source_file(src).compile_and_load()
-    xs = np.arange(MID, dtype=np.float32)
-    ys = np.ones(MID, dtype=np.float32)
-    outs = [w.saxpy(np.float32(2.0), xs, ys) for _ in range(6)]
-    for out in outs:
-        np.testing.assert_array_equal(out, np.float32(2.0) * xs + ys)
+    outs = _live_results(tmp_path, MID, 6)
     period = 1 << 17
     offs = sorted(o.ctypes.data % period for o in outs)
     # unpadded, glibc put them 1 MiB + 16 bytes apart: all six within 80 bytes
