@@ -77,9 +77,10 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     the same L2 set (1 MiB is a multiple of the set period). On the H100
     machine's Intel host hotspot_rodinia small then took 0.70-0.80 ms a
     call against 0.38-0.45 fresh; padded, 0.39-0.46 ms in the same
-    process states (benchmarks/README.md, "Session 35"). On the 2-core Zen 5
-    the pad made hotspot small 10% faster and pathfinder small 20% slower
-    (fresh processes, 4 KiB pages): not there. Large
+    process states (benchmarks/README.md, "Session 35"). On the 2-core Zen 5,
+    whose THP never showed the effect, two A/Bs in fresh processes
+    disagreed (pathfinder small 20% slower padded in one, the same in the
+    other): no measured gain there, so no pad. Large
     blocks: from the heap, advised as transparent huge pages (what numpy's
     allocator does), so that a fresh result costs one page fault per 2 MiB
     rather than per 4 KiB; either 2 MiB aligned, or (stagger_blocks) 64-byte
