@@ -114,7 +114,8 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     raw = b.mul(n, size)
     b.cbranch(b.icmp_signed(">=", raw, _I64(_HUGE_MIN)), huge_bb, small_bb)
     b.position_at_end(small_bb)
-    if stagger_blocks():
+    staggered = stagger_blocks()
+    if staggered:
         raw_small = b.select(b.icmp_signed(">=", raw, _I64(_PAD_MIN)), b.add(raw, _I64(_STAGGER)),
                              raw)
     else:
@@ -128,7 +129,7 @@ def block_allocator(mod: "emit_llvm.ModEmitter") -> ir.Function:
     b.call(mallopt, [_I32(_M_MMAP_MAX), _I32(0)])
     aligned_alloc = decls.get("aligned_alloc", _PTR, [_I64, _I64])
     madvise = decls.get("madvise", _I32, [_PTR, _I64, _I32])
-    if stagger_blocks():
+    if staggered:
         # 64-byte aligned: the streaming stores' whole lines need it (emit_parfor.py)
         size64 = b.and_(b.add(raw, _I64(_STAGGER + 63)), _I64(-64))
         hp = b.call(aligned_alloc, [_I64(64), size64])
