@@ -124,6 +124,15 @@ def aff_expr(a: Aff) -> K.Expr:
     return K.Bin("add", e, K.KConst(a.const, I64)) if a.const else e
 
 
+def _representable(p: Aff) -> bool:
+    """Whether a split point's i64 expression (aff_expr) cannot wrap under
+    the run-time assumption (every symbol within +-BIG). A point beyond it
+    (`i <= 2**63 - 1`, the check of ps.u64(i)) lies outside every range the
+    split runs under, so it splits nothing; made a piece bound, its constant
+    wrapped, and the piece assumed the check false for every index."""
+    return abs(p.const) + sum(abs(c) for _, c in p.terms) * BIG < 1 << 62
+
+
 def _and(a: Optional[K.Expr], b: K.Expr) -> K.Expr:
     return b if a is None else K.Bin("and", a, b)
 
@@ -254,7 +263,7 @@ class Splitter:
                     pts = [neg.shift(k)] if ge else [neg.shift(k + 1)]
                 else:
                     pts = [rest.shift(1 - k)] if ge else [rest.shift(-k)]
-            env.collect[v].extend(pts)
+            env.collect[v].extend(p for p in pts if _representable(p))
 
     # -- expressions -------------------------------------------------------
     def atom_ok(self, name: str) -> bool:

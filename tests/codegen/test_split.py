@@ -116,6 +116,28 @@ def carried(xs: ps.Array[int], k: int) -> tuple[int, ps.Array[int]]:
 '''
 SRC = SRC + CARRIED
 
+HUGE = '''
+
+@ps.entry
+def hashed_rows(n: int, m: int) -> ps.Array[ps.u64]:
+    # ps.u64(t) checks 0 <= t <= 2**63 - 1: a comparison with a constant
+    # beyond every range (its split point once wrapped, and the piece after
+    # it raised OverflowError for every t)
+    def row(p: int) -> ps.u64:
+        acc = ps.u64(0)
+        for t in range(m):
+            acc = acc + ((ps.u64(p) * 6364136223846793005 + ps.u64(t) * 1442695040888963407) >> 11)
+        return acc
+    return ps.tabulate(n, row)
+
+
+@ps.entry
+def huge_bounds(xs: ps.Array[int]) -> ps.Array[int]:
+    return ps.tabulate(len(xs), lambda i: xs[i] if i <= 9223372036854775807 and i >= -9223372036854775807
+                       else 0 if i < 4611686018427387904 else 1)
+'''
+SRC = SRC + HUGE
+
 ARGS = dict(cap=np.float32(0.5), rx=np.float32(0.1), ry=np.float32(0.2), rz=np.float32(0.05),
             amb=np.float32(80.0))
 
@@ -187,6 +209,13 @@ def test_split_point_anywhere(mods, n, k):
     xs = np.arange(n, dtype=np.int64) * 3 + 1
     _same(mods, "below", xs, k)
     _same(mods, "at_most", xs, k)
+
+
+@pytest.mark.parametrize("n", [0, 1, 3, 17])
+@pytest.mark.parametrize("m", [0, 1, 5])
+def test_comparisons_with_constants_beyond_every_range(mods, n, m):
+    _same(mods, "hashed_rows", n, m)
+    _same(mods, "huge_bounds", np.arange(n, dtype=np.int64) - 1)
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 10])
