@@ -17,6 +17,14 @@ over systems is innermost and vectorises, W chains in the lanes:
     }                                  }
                                        parfor r in 0..n mod W { k = n - n mod W + r; pre; loop; post }
 
+The same strips serve a map whose element is a reduction down a column
+(`sum(a[i][t] * b[t][j] for t)` per entry j, a matrix product written per
+entry): along t the loop strides through b, which LLVM's vectoriser can
+only gather, while across the W entries of a strip the loads of one t are
+consecutive, so the interchanged loop is the i-t-j order an expert writes
+(_Plan._column_walk). Session 36: 4096 products of 16 x 16 f32 matrices,
+2-core Zen 5, 2.14 -> 0.37 ms; Numba's i-k-j peer 0.52 ms.
+
 This is outer-loop vectorisation by strip-mining and interchange (Allen and
 Kennedy, "Optimizing Compilers for Modern Architectures", 2001, ch. 5-6;
 Nuzman and Zaks, "Outer-loop vectorization: revisited for short SIMD
@@ -98,6 +106,19 @@ def _guarded_divs(e: K.Expr) -> bool:
                                                     and x.y.value not in (0, -1)))):
             return False
     return True
+
+
+def _unit_in(index: K.Expr, k: str, deps: dict) -> bool:
+    """index is k, or k plus terms that do not read k: consecutive elements
+    load consecutive addresses."""
+    if isinstance(index, K.KVar):
+        return index.name == k
+    if isinstance(index, K.Bin) and index.op == "add":
+        for a, b in ((index.x, index.y), (index.y, index.x)):
+            if isinstance(a, K.KVar) and a.name == k and not any(
+                    n == k or k in deps.get(n, ()) for n in _reads(b)):
+                return True
+    return False
 
 
 @dataclass
@@ -197,9 +218,10 @@ class _Plan:
     def _loop_ok(self, f: K.For) -> bool:
         """A sequential loop with strip-invariant bounds and a straight-line
         body that carries a recurrence through the element's own buffer (it
-        loads and stores one alias class). Other loops stay inside their
-        piece: an independent one (an inner map) or a reduction vectorises
-        along its own index already, over contiguous memory."""
+        loads and stores one alias class), or a reduction down a column
+        (_column_walk). Other loops stay inside their piece: an independent
+        one (an inner map) or a reduction along a row vectorises along its
+        own index already, over contiguous memory."""
         if f.independent or not (self.uniform_expr(f.lo) and self.uniform_expr(f.hi)):
             return False
         if not all(isinstance(s, _LOOP_BODY) for s in walk_stms(f.body)):
@@ -208,8 +230,47 @@ class _Plan:
                   if isinstance(s, K.Store) and isinstance(s.ptr, K.KVar)}
         loaded = {e.ptr.name for e in block_exprs(f.body)
                   if isinstance(e, K.Load) and isinstance(e.ptr, K.KVar)}
-        return any(a in self.arena_of and self.arena_of[a] == self.arena_of.get(b)
-                   for a in stored for b in loaded)
+        return (any(a in self.arena_of and self.arena_of[a] == self.arena_of.get(b)
+                    for a in stored for b in loaded)
+                or self._column_walk(f))
+
+    def _column_walk(self, f: K.For) -> bool:
+        """A reduction that walks columns: `acc += a[i, t] * b[t, k]` over t
+        for the element k (a matrix product written as a sum per entry). Its
+        own index strides through b, which LLVM's vectoriser gathers; across
+        the elements the loads of one t are consecutive (the i-k-j order an
+        expert writes). Taken when the loop stores nothing, some load's index
+        is k (plus what the strip shares) through a pointer that moves with
+        the loop, and no load both moves with the loop's index and varies with
+        k (a row walk, contiguous along the loop already)."""
+        if any(isinstance(s, K.Store) for s in walk_stms(f.body)):
+            return False
+        k, t = self.k.name, f.var.name
+        deps: dict = {}                 # a body variable -> the names among k, t it reads
+
+        def of(e: K.Expr) -> set:
+            out: set = set()
+            for n in _reads(e):
+                if n in (k, t):
+                    out.add(n)
+                elif n in deps:
+                    out |= deps[n]
+                elif n in self.remat:
+                    out.add(k)
+            return out
+        for s in walk_stms(f.body):
+            if isinstance(s, K.Set):
+                deps[s.var.name] = deps.get(s.var.name, set()) | of(s.value)
+        column = False
+        for e in block_exprs(f.body):
+            if not isinstance(e, K.Load):
+                continue
+            at, via = of(e.index), of(e.ptr)
+            if k in at | via and t in at | via and not (k in at and t not in at and k not in via):
+                return False            # a row walk, or a pointer from both
+            if k in at and t in via and k not in via and _unit_in(e.index, k, deps):
+                column = True
+        return column
 
     # -- the pieces
 

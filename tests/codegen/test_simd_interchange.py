@@ -86,6 +86,23 @@ def settle_all(y: ps.Array[F32s]) -> ps.Array[F32s]:
 def row_sums(y: ps.Array[F32s]) -> ps.Array[ps.f32]:
     # a reduction, no recurrence through a buffer: declined
     return ps.map(lambda r: ps.reduce(lambda p, q: p + q, ps.f32(0.0), r), y)
+
+@ps.entry
+def products(a: ps.Array[ps.Array[F32s]], b: ps.Array[ps.Array[F32s]]
+             ) -> ps.Array[ps.Array[F32s]]:
+    # a sum per entry down a column of bb (4096 small matmuls, as users
+    # write them): a column walk, interchanged
+    return ps.array([[[sum([aa[i][k] * bb[k][j] for k in range(len(bb))])
+                       for j in range(len(bb[0]))] for i in range(len(aa))]
+                     for aa, bb in zip(a, b)])
+
+@ps.entry
+def products_t(a: ps.Array[ps.Array[F32s]], bt: ps.Array[ps.Array[F32s]]
+               ) -> ps.Array[ps.Array[F32s]]:
+    # the same against rows of bt: contiguous along k already, declined
+    return ps.array([[[sum([aa[i][k] * bb[j][k] for k in range(len(aa[0]))])
+                       for j in range(len(bb))] for i in range(len(aa))]
+                     for aa, bb in zip(a, bt)])
 """
 
 COUNTS = [0, 1, 7, 8, 9, 33, 1000]
@@ -120,6 +137,8 @@ def test_which_loops_are_interchanged(kernels):
     assert _strips(kernels, "solve_nested") >= 1
     assert _strips(kernels, "settle_all") == 0
     assert _strips(kernels, "row_sums") == 0
+    assert _strips(kernels, "products") >= 1
+    assert _strips(kernels, "products_t") == 0
 
 
 def test_interchanged_loop_is_vectorised(kernels):
@@ -191,3 +210,28 @@ def test_declined_loops_agree_with_python_mode(wrappers):
     y = _systems(9, 5, 3)[3]
     _same(c.settle_all(y), py.settle_all(y))
     np.testing.assert_allclose(c.row_sums(y), py.row_sums(y), rtol=1e-5)
+
+
+@pytest.mark.parametrize("m", [0, 1, 3])
+@pytest.mark.parametrize("n", [1, 2, 7, 8, 9, 17])
+def test_column_walks_agree_with_python_mode(wrappers, m, n):
+    py, c, _ = wrappers
+    rng = np.random.default_rng(m * 100 + n)
+    a = rng.standard_normal((m, n, n)).astype(np.float32)
+    b = rng.standard_normal((m, n, n + 1)).astype(np.float32)
+    if m and n > 2:
+        b[0, 1, 2] = np.nan
+    for name, bb in (("products", b), ("products_t", b.transpose(0, 2, 1).copy())):
+        got, want = getattr(c, name)(a, bb), getattr(py, name)(a, bb)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_column_walk_out_of_range_raises_like_python_mode(wrappers):
+    py, c, _ = wrappers
+    a = np.ones((9, 3, 2), np.float32)          # aa[i][2] is past a row of 2
+    b = np.ones((9, 3, 11), np.float32)
+    with pytest.raises(IndexError):
+        py.products(a, b)
+    with pytest.raises(IndexError, match=r"^index 2 out of range for length 2"):
+        c.products(a, b)
