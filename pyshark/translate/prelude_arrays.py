@@ -305,12 +305,35 @@ def lower_extreme(c: PCall, op: str):
     what = {"min": "minimum", "max": "maximum"}[op]
     if c.qualname.startswith("builtins."):
         n = _nonempty(c, xs, what, "ValueError", _empty_message(op))
+        if p.type.rank == 1 and p.type.elem.is_float:
+            return ScalarV(_python_extreme(c, p, op, n), py=xs.part_py()[0])
     else:
         n = _nonempty(c, xs, what, "ShapeError")
     res = _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)
     if c.qualname.startswith("builtins.") and isinstance(res, ScalarV):
         res = ScalarV(res.atom, py=xs.part_py()[0])     # Python's min/max give an element
     return res
+
+
+def _python_extreme(c: PCall, p: ir.Var, op: str, n: ir.Var) -> ir.Var:
+    """Builtin min/max of a 1-D float array as Python computes it: the first
+    element, replaced by each later one that is strictly smaller (larger).
+    A NaN never is, so NaNs after a number are passed over, and a NaN first
+    stays (Python mode runs the builtin itself; ps.minimum propagates NaN,
+    as numpy does). As a reduction: the extreme of the elements that are not
+    NaN, the first of equal ones (-0.0 and 0.0), which is associative (its
+    accumulators are never NaN) but not commutative; then the first element
+    where that is NaN."""
+    t = p.type.elem
+    sub = c.b.sub()
+    a, b = sub.var(t, "a"), sub.var(t, "b")
+    better = sub.bind1(ir.BinOp("lt" if op == "min" else "gt", b, a), "better", c.loc)
+    v = sub.bind1(ir.Select(better, b, a), op, c.loc)
+    lam = ir.Lambda((a, b), sub.body([v]), (t,))
+    (r,) = c.bind(ir.Reduce(n, lam, (extreme_const(t, op == "min"),), (p,), False), op)
+    first = c.bind1(ir.Index(p, (ir.Const(0, I64),), wrap_negative=False), "first")
+    nan = c.bind1(ir.UnOp("isnan", first), "nan")
+    return c.bind1(ir.Select(nan, first, r), op)
 
 
 def _arg_lambda(c: PCall, t, op: str) -> ir.Lambda:

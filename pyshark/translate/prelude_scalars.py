@@ -142,8 +142,10 @@ def lower_ps_minmax(c: PCall, op: str):
 
 
 def lower_builtin_minmax(c: PCall, op: str):
-    """Builtin min/max. One array argument: like ps.minimum / ps.maximum.
-    Scalars: Python's rule, max(a, b) = b if b > a else a, left to right."""
+    """Builtin min/max. One array argument: like ps.minimum / ps.maximum,
+    but for NaN in a float array, where Python's rule holds
+    (prelude_arrays._python_extreme). Scalars: Python's rule, max(a, b) =
+    b if b > a else a, left to right."""
     if len(c.args) == 1:
         if isinstance(c.args[0], ArrayV):
             from .prelude_arrays import lower_extreme

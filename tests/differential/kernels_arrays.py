@@ -28,6 +28,18 @@ def extremes_f32(xs: ps.Array[ps.f32]) -> tuple[ps.f32, ps.f32, int, int]:
 
 
 @ps.entry
+def builtin_extremes_f32(xs: ps.Array[ps.f32]) -> tuple[ps.f32, ps.f32]:
+    # Python's min and max: a NaN first stays, NaNs after a number are passed over
+    return (min(xs), max(xs))
+
+
+@ps.entry
+def builtin_extremes_of_rows(xss: ps.Array[ps.Array[ps.f64]]) -> tuple[ps.f64, ps.f64]:
+    # the rows' numpy minima (NaN propagates), then Python's min over them
+    return (min(ps.map(lambda r: ps.minimum(r), xss)), max(ps.map(lambda r: ps.maximum(r), xss)))
+
+
+@ps.entry
 def extremes_i16(xs: ps.Array[ps.i16]) -> tuple[ps.i16, ps.i16, int, int]:
     return (ps.minimum(xs), ps.maximum(xs), ps.argmin(xs), ps.argmax(xs))
 

@@ -189,6 +189,31 @@ def test_float_reductions_and_partition(arrays, xs, t):
 def test_extremes_with_nan_and_empty(arrays, xs, ys):
     agree(arrays, "extremes_f32", xs)        # NaN propagates; empty input raises
     agree(arrays, "extremes_i16", ys)
+    if len(xs):                                 # (empty: Python's ValueError, tested apart)
+        agree(arrays, "builtin_extremes_f32", xs)   # Python's rule for NaN
+
+
+@pytest.mark.parametrize("xs", [[1.0, np.nan, -2.0], [np.nan, 1.0], [np.inf, np.nan, -np.inf],
+                                [0.0, -0.0], [-0.0, 0.0], [np.nan], [3.0, np.nan, np.nan]])
+def test_builtin_min_and_max_follow_python_for_nan(arrays, xs):
+    # ps.minimum propagates NaN as numpy does; builtin min keeps the first
+    # element while no later one is strictly smaller (a NaN never is)
+    agree(arrays, "builtin_extremes_f32", np.array(xs, np.float32))
+    big = np.arange(100_000, dtype=np.float32) - 5e4    # past par_min: chunks
+    for at in (0, 1, 70_000):
+        b = big.copy()
+        b[at] = np.nan
+        agree(arrays, "builtin_extremes_f32", b)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 5), (600, 70)])
+def test_builtin_extremes_of_row_extremes(arrays, shape):
+    g = np.random.default_rng(shape[0]).standard_normal(shape)
+    agree(arrays, "builtin_extremes_of_rows", g)
+    for r in (0, shape[0] - 1):
+        h = g.copy()
+        h[r, -1] = np.nan
+        agree(arrays, "builtin_extremes_of_rows", h)
 
 
 @SETTINGS
