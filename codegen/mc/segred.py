@@ -11,11 +11,12 @@ loop, are one sequential fold. Array-valued accumulators fold sequentially.
 from __future__ import annotations
 
 from pyshark.core import ir
+from pyshark.core.traverse import iter_stms
 from pyshark.core.types import I64
 
 from .. import kir as K
 from .. import scalar as S
-from ..lower_base import Arr, Lowerer
+from ..lower_base import Arr, Delayed, Lowerer
 from .common import ONE, ZERO, all_scalar, apply_op, check_width, chunk_bounds, elements, n_chunks
 from .fold import fold_arrays
 from .tile import jam_fold
@@ -33,10 +34,12 @@ def fold_range(lw: Lowerer, lam, env, arrs, accs: list, lo, hi, reassoc=True) ->
     lw.for_range("i", lo, hi, body)
 
 
-def chunk_partials(lw: Lowerer, lam, env, arrs, neutral, n, nch) -> list:
+def chunk_partials(lw: Lowerer, lam, env, arrs, neutral, n, nch, space=None) -> list:
     """Phase 1 of the multicore reduce and scan: nch arrays of one partial
     per contiguous chunk, each the in-order fold of its chunk from the
-    neutral element, computed in parallel."""
+    neutral element, computed in parallel (`space`: the chunks tile that
+    many elements, and the work of one decides whether the team wakes:
+    lower_base.parallel_if)."""
     partials = [lw.alloc("part", t, (nch,)) for t in lam.ret]
 
     def chunk(c):
@@ -47,8 +50,21 @@ def chunk_partials(lw: Lowerer, lam, env, arrs, neutral, n, nch) -> list:
         fold_range(lw, lam, env, arrs, local, lo, hi)
         for p, a in zip(partials, local):
             lw.emit(K.Store(p.data, c, a))
-    lw.par_for("c", nch, chunk)
+    lw.par_for("c", nch, chunk, space=space)
     return partials
+
+
+def elements_loop(arrs) -> bool:
+    """Whether computing one element of an input runs a loop: a map fused
+    into the reduction whose function reduces, maps or loops over a row
+    (`max(ps.map(lambda row: ps.maximum(row), img))`, an image's maximum
+    written per row)."""
+    for a in arrs:
+        src = a.group.source if isinstance(a, Delayed) else None
+        if src is not None and any(isinstance(st.exp, ir.SOACS + (ir.Loop,))
+                                   for st in iter_stms(src[0].body)):
+            return True
+    return False
 
 
 def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
@@ -65,8 +81,15 @@ def lower_reduce(lw: Lowerer, e: ir.Reduce, env, stm):
             lw.emit(K.Set(a, v))
         fold_range(lw, lam, env, arrs, accs, ZERO, n)
         return accs
-    nch = n_chunks(lw, n, lw.options.par_min)
-    partials = chunk_partials(lw, lam, env, arrs, neutral, n, nch)
+    if elements_loop(arrs):
+        # n counts rows, not work: chunks from two rows on, and the chunks'
+        # ParFor wakes the team when n times a row's work pays for it
+        # (before, 1024 rows of an image ran on one thread: par_min rows)
+        nch = n_chunks(lw, n, 2)
+        partials = chunk_partials(lw, lam, env, arrs, neutral, n, nch, space=n)
+    else:
+        nch = n_chunks(lw, n, lw.options.par_min)
+        partials = chunk_partials(lw, lam, env, arrs, neutral, n, nch)
     for a, v in zip(accs, neutral):
         lw.emit(K.Set(a, v))
 

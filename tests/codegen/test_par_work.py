@@ -166,3 +166,59 @@ def test_an_if_counts_its_longer_branch_not_both():
                                                                        one, three),))),))
     # the outer If (1) + its longer branch: the inner If (1) + 3, against 3
     assert _straight(chain) == 1 + max(3, 1 + max(1, 3)) == 5
+
+
+IMAGE_RANGE = """
+@ps.entry
+def image_range(img: ps.Array[ps.Array[ps.f32]]) -> tuple[ps.f32, ps.f32]:
+    # an image's minimum and maximum written per row: a reduction whose
+    # elements are row reductions (issue 17's blur-and-normalise shape)
+    lo = min(ps.map(lambda row: ps.minimum(row), img))
+    hi = max(ps.map(lambda row: ps.maximum(row), img))
+    return (lo, hi)
+"""
+
+
+def chunks_and_guard(m: K.Module, name: str, sizes: dict) -> tuple[int, bool]:
+    """(the chunk count, whether the guard holds) of the entry's first ParFor."""
+    f = next(f for f in m.functions if f.name == symbol(name))
+    env = {p.name: np.int64(v) for p in f.params for suffix, v in sizes.items()
+           if p.name.endswith(suffix)}
+    par, before = guard_of(m, name)
+    it = _Interp(2, "forward", 0, 1 << 20)
+    for s in before:
+        if s.var.type == I64:
+            env[s.var.name] = it.eval(s.value, env)
+    count = int(it.eval(par.count, env))
+    return count, par.parallel_if is None or bool(it.eval(par.parallel_if, env))
+
+
+@pytest.mark.parametrize("rows,cols,par", [
+    (1024, 1024, True),       # was one chunk on one thread: 1024 < par_min rows
+    (2, 1 << 15, True),
+    (256, 4, False),          # a thousand elements: not worth the team
+    (1 << 15, 1, True),
+])
+def test_a_reduction_of_row_reductions_counts_the_rows_work(rows, cols, par):
+    m = lower(IMAGE_RANGE)
+    count, guard = chunks_and_guard(m, "image_range", {"_n0": rows, "_n1": cols})
+    assert (count > 1 and guard) is par
+
+
+@pytest.fixture(scope="module", params=["kir", "cpu"])
+def image_range(request, tmp_path_factory):
+    from backend_pair import python_and
+    return python_and(request.param, "import pyshark.prelude as ps\n" + IMAGE_RANGE,
+                      tmp_path_factory, "image_range")
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (2, 3), (3, 1), (7, 9), (40, 33), (300, 130)])
+@pytest.mark.parametrize("nan", [False, True])
+def test_a_reduction_of_row_reductions_agrees_with_python_mode(image_range, shape, nan):
+    py, c = image_range
+    img = np.random.default_rng(shape[0] * shape[1]).standard_normal(shape).astype(np.float32)
+    if nan:
+        img[shape[0] // 2, shape[1] - 1] = np.nan
+    got, want = c.image_range(img), py.image_range(img)
+    for g, w in zip(got, want):
+        assert type(g) is type(w) and (g == w or (np.isnan(g) and np.isnan(w)))
