@@ -309,10 +309,39 @@ def lower_extreme(c: PCall, op: str):
             return ScalarV(_python_extreme(c, p, op, n), py=xs.part_py()[0])
     else:
         n = _nonempty(c, xs, what, "ShapeError")
+        if p.type.rank == 1 and p.type.elem.is_float:
+            r, nan = _skip_nan_extreme(c, p, op, n)
+            return ScalarV(c.bind1(ir.Select(nan, ir.Const(float("nan"), p.type.elem), r), op))
     res = _reduce_with(c, xs, p, op, extreme_const(p.type.elem, op == "min"), n)
     if c.qualname.startswith("builtins.") and isinstance(res, ScalarV):
         res = ScalarV(res.atom, py=xs.part_py()[0])     # Python's min/max give an element
     return res
+
+
+def _skip_nan_extreme(c: PCall, p: ir.Var, op: str, n: ir.Var) -> tuple[ir.Var, ir.Var]:
+    """(the extreme of a 1-D float array's elements that are not NaN, the
+    first of equal ones; whether any element is NaN), in one Reduce over the
+    array and its isnan map. numpy's NaN-propagating extreme is the first
+    where the second is false, else NaN. The operators are a compare and
+    select and an `or`, which LLVM vectorises; the NaN-propagating operator
+    as one select (scalar.minimum: `x <= y or isnan(x)`) it did not: a
+    minimum of 10^7 f32 took 9.4 ms on the 2-core Zen 5 against numpy's
+    0.96 (session 36, scripts/shapes_probe)."""
+    t = p.type.elem
+    L = c.loc
+    sub = c.b.sub()
+    x = sub.var(t, "x")
+    isnan = ir.Lambda((x,), sub.body([sub.bind1(ir.UnOp("isnan", x), "nan", L)]), (BOOL,))
+    nans = c.bind1(ir.Map(n, isnan, (p,)), "nans")
+    sub = c.b.sub()
+    a, fa, b, fb = sub.var(t, "a"), sub.var(BOOL, "f"), sub.var(t, "b"), sub.var(BOOL, "f")
+    better = sub.bind1(ir.BinOp("lt" if op == "min" else "gt", b, a), "better", L)
+    v = sub.bind1(ir.Select(better, b, a), op, L)
+    f = sub.bind1(ir.BinOp("lor", fa, fb), "nan", L)
+    lam = ir.Lambda((a, fa, b, fb), sub.body([v, f]), (t, BOOL))
+    r, nan = c.bind(ir.Reduce(n, lam, (extreme_const(t, op == "min"), ir.Const(False, BOOL)),
+                              (p, nans), False), op)
+    return r, nan
 
 
 def _python_extreme(c: PCall, p: ir.Var, op: str, n: ir.Var) -> ir.Var:
