@@ -27,6 +27,17 @@ copy assigns, and no pointer variable that may point into dst's block (one
 mentioned between them, so nothing there reads or writes the destination
 except through t.
 
+Nested levels (session 36): a plane of a 3-D result whose rows this pass
+has put in place is written only through those rows (_row_pair: `if ip {
+p = t + e } else { p = alloc }` ... `if not ip { copy(t + e, p); free(p) }`)
+and can be put in place in turn, so a 3-D comprehension builds each row in
+the result itself. And the alias test looks only at the statements that
+can run between the destination block's Alloc and the copy (_region): in
+an iterated stencil the grid read by the rows is set from the result after
+the rows are built (`u = new`), so it points to the previous step's block,
+not into the one being written. heat3d (96^3, 10 steps, 2-core Zen 5): one
+copy of the whole grid a step fewer, 1.77 -> 1.69 ms.
+
 Why it is exact: with ip the stores land where the copy would have put
 them: t[j] for j < c = n is dst[j] (a Store to an allocated block is in its
 bounds, kir.py). Nothing between reads dst, so no value changes; the
@@ -75,20 +86,116 @@ def _only_stored_through(s: K.Stm, t: str) -> bool:
     return True
 
 
+def _row_pair(head: K.Stm, t: str) -> str | None:
+    """The pointer p when `head` starts a row this pass already put in place
+    inside t: `if ip { p = t + e } else { p = alloc(c) }` (try_row's head,
+    ip an `ip_rp` flag). The row then writes into t through p when ip holds,
+    and is copied into t from p's own block when it does not: either way t
+    is only written."""
+    if not (isinstance(head, K.If) and head.cond.__class__ is K.KVar
+            and head.cond.name.startswith("ip_rp") and len(head.then.stms) == 1
+            and len(head.orelse.stms) == 1):
+        return None
+    st, al = head.then.stms[0], head.orelse.stms[0]
+    if not (isinstance(st, K.Set) and isinstance(al, K.Alloc) and st.var.name == al.var.name):
+        return None
+    return st.var.name if _written_into(st.value, t) else None
+
+
+def _written_into(dst: K.Expr, t: str) -> bool:
+    """dst is t, or t plus offsets that do not read t."""
+    while isinstance(dst, K.PtrAdd):
+        if t in K.expr_vars(dst.offset):
+            return False
+        dst = dst.ptr
+    return dst.__class__ is K.KVar and dst.name == t
+
+
+def _row_tail(s: K.Stm, t: str, pending: set) -> bool:
+    """`if not ip { copy(t + e, p, n); free(p) }`: the tail of a row pair."""
+    if not (isinstance(s, K.If) and isinstance(s.cond, K.Un) and s.cond.op == "not"
+            and s.cond.x.__class__ is K.KVar and s.cond.x.name.startswith("ip_rp")
+            and not s.orelse.stms and len(s.then.stms) == 2):
+        return False
+    cp, fr = s.then.stms
+    return (isinstance(cp, K.CopyMem) and cp.src.__class__ is K.KVar and cp.src.name in pending
+            and _written_into(cp.dst, t) and t not in K.expr_vars(cp.count)
+            and isinstance(fr, K.Free) and fr.ptr.__class__ is K.KVar
+            and fr.ptr.name == cp.src.name)
+
+
+def _only_written_through(b: K.Block, t: str) -> bool:
+    """t appears in b (nested too) only where its block is written: the
+    pointer of a Store, or the base of a row this pass already put in place
+    (_row_pair, with its tail: the row's pointer p was checked to be only
+    stored through, and is copied from only under `not ip`, where it is a
+    block of its own). A plane of a 3-D result whose rows were put in place
+    is such a t, and can be put in place in turn."""
+    pending: set = set()
+    for s in b.stms:
+        p = _row_pair(s, t)
+        if p is not None:
+            pending.add(p)
+            continue
+        if _row_tail(s, t, pending):
+            pending.discard(s.then.stms[0].src.name)
+            continue
+        if isinstance(s, K.Store):
+            if not _only_stored_through(s, t):
+                return False
+            continue
+        if any(t in K.expr_vars(e) for e in stm_exprs(s)) or any(v.name == t for v in binders(s)):
+            return False
+        if not all(_only_written_through(sb, t) for sb in sub_blocks(s)):
+            return False
+    return not pending
+
+
+def _region(body: K.Block, root: str, cp: K.Stm) -> K.Block | None:
+    """The statements that can run between the one `Alloc(root)` of the
+    function and the statement holding `cp`, when both are in one block B:
+    B's statements after the Alloc, up to and including that statement. A
+    pointer set from root anywhere else (later in B, or in an earlier pass
+    of a loop around B) points to an earlier block of root, which the code
+    between does not touch: it is live and another block, or freed and
+    never read again."""
+    defs = [s for s in walk_stms(body) if root in {v.name for v in binders(s)}]
+    if len(defs) != 1 or not isinstance(defs[0], K.Alloc):
+        return None
+    return _after_alloc(body, defs[0], cp)
+
+
+def _after_alloc(b: K.Block, alloc: K.Alloc, cp: K.Stm) -> K.Block | None:
+    """_region's search: the block holding `alloc`, from it to cp's statement."""
+    for i, s in enumerate(b.stms):
+        if s is alloc:
+            for j in range(i + 1, len(b.stms)):
+                if any(u is cp for u in _all_stms(b.stms[j])):
+                    return K.Block(b.stms[i + 1:j + 1])
+            return None
+        for sb in sub_blocks(s):
+            r = _after_alloc(sb, alloc, cp)
+            if r is not None:
+                return r
+    return None
+
+
 def _all_stms(s: K.Stm):
     yield s
     for b in sub_blocks(s):
         yield from walk_stms(b)
 
 
-def _aliases(body: K.Block, roots: set) -> set:
+def _aliases(body: K.Block, roots: set, extra: list = ()) -> set:
     """The pointer variables that may point into the same block as one of
-    roots: closed under `p = e` (anywhere in body) in both directions, p
-    with the variables e reads; roots included."""
+    roots: closed under `p = e` (anywhere in body, and the pairs of
+    `extra`: the Sets this pass has added) in both directions, p with the
+    variables e reads; roots included."""
     out = set(roots)
     sets = [(s.var.name, {x.name for x in walk_exprs(s.value)
                           if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)})
             for s in walk_stms(body) if isinstance(s, K.Set) and isinstance(s.var.type, K.Ptr)]
+    sets += list(extra)
     changed = True
     while changed:
         changed = False
@@ -125,6 +232,7 @@ class _Pass:
         self.fn_body = fn_body
         self.k = 0
         self._fn_counts: Counter | None = None
+        self.added: list = []           # (p, the pointer variables it is set from) of heads made
 
     def fn_counts(self) -> Counter:
         """_mention_counts of the function's body as the pass found it (what
@@ -161,7 +269,7 @@ class _Pass:
         if t in K.expr_vars(cp.dst) or t in K.expr_vars(cp.count):
             return None
         mid = stms[p + 1:q]
-        if not all(_only_stored_through(s, t) for s in mid):
+        if not _only_written_through(K.Block(tuple(mid)), t):
             return None
         # t nowhere else: the Alloc, the stores, the copy and the free
         uses = _count_mentions(mid, t)
@@ -175,7 +283,8 @@ class _Pass:
             return None
         ptrs = {x.name for x in walk_exprs(cp.dst)
                 if x.__class__ is K.KVar and isinstance(x.type, K.Ptr)}
-        touched = _aliases(self.fn_body, ptrs)
+        region = _region(self.fn_body, next(iter(ptrs)), cp) if len(ptrs) == 1 else None
+        touched = _aliases(region if region is not None else self.fn_body, ptrs, self.added)
         if any(_mentions(s, touched) for s in mid):
             return None
         self.k += 1
@@ -184,6 +293,11 @@ class _Pass:
         head = [K.Set(ip, S.b("eq", a.count, cp.count)),
                 K.If(ip, K.Block((K.Set(tv, cp.dst),)), K.Block((a,)))]
         tail = [K.If(S.lnot(ip), K.Block((cp, fr)), K.Block(()))]
+        # the function as rewritten: an enclosing row's temporary is counted,
+        # and its destination's aliases followed, against these statements
+        self.fn_counts().update(_mention_counts(head + tail))
+        self.fn_counts().subtract(_mention_counts([a, cp, fr]))
+        self.added.append((tv.name, ptrs))
         return stms[:p] + head + mid + tail + stms[q + 2:]
 
 
