@@ -83,11 +83,12 @@ CONTRACT: Stage = ("contract", contract_products)
 
 
 #: the mc family's kernel IR passes that only make code faster (more code:
-#: SIMD strips, split pieces, per-thread scratch, tiles, streaming stores);
-#: the quick tier of a tiered compile leaves them out (docs/cpu-backend.md,
-#: "Tiered compilation"), every other pass it keeps
-SPEED_ONLY = ("simd-interchange", "split", "jam-while", "chunk-scratch", "tile-steps",
-              "parallel-copies", "stream-stores")
+#: rows built in place behind a size check, SIMD strips, split pieces,
+#: per-thread scratch, tiles, streaming stores); the quick tier of a tiered
+#: compile leaves them out (docs/cpu-backend.md, "Tiered compilation"),
+#: every other pass it keeps
+SPEED_ONLY = ("rows-in-place", "simd-interchange", "split", "jam-while", "chunk-scratch",
+              "tile-steps", "parallel-copies", "stream-stores")
 
 
 def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
