@@ -107,12 +107,67 @@ def _parse_and_optimise(llvm_ir: str, tm, quick: bool = False) -> "llvm.ModuleRe
     return mod
 
 
+def loop_load_pre() -> bool:
+    """Whether GVN may replace a load in a loop by the value an earlier
+    iteration loaded from the same address (LLVM's `enable-load-in-loop-pre`,
+    on by default). PyShark's answer is no (`PYSHARK_LOOP_LOAD_PRE=1`: LLVM's
+    default; part of the cache key). A stencil row that reads x[i] and
+    x[i + 1] becomes a loop carrying x[i + 1] to the next iteration (a
+    fixed-order recurrence), and LLVM's loop vectorizer gives such a loop no
+    vector epilogue: the main loop takes 32 f32 at a time, the rest of a
+    96-cell row, up to 31, ran in scalar code. In the 3-D heat stencil of
+    scripts/shapes_probe that scalar remainder was most of the time
+    (docs/cpu-backend.md, "Loop load PRE")."""
+    return os.environ.get("PYSHARK_LOOP_LOAD_PRE") == "1"
+
+
+_OPTIONS_LOCK = threading.Lock()
+_OPTIONS_USERS = [0]
+
+
+class _PipelineOptions:
+    """LLVM's command-line options that PyShark's O3 pipeline runs under,
+    set while at least one PyShark pipeline runs and put back to LLVM's
+    defaults after (they are process-wide: a Numba compile in this process
+    keeps LLVM's defaults, except one that runs at that very moment in
+    another thread, which may see them; they change no result)."""
+
+    SET = ("-enable-load-in-loop-pre=false",)
+    DEFAULT = ("-enable-load-in-loop-pre=true",)
+
+    def __enter__(self):
+        if loop_load_pre():
+            return self
+        with _OPTIONS_LOCK:
+            _OPTIONS_USERS[0] += 1
+            if _OPTIONS_USERS[0] == 1:
+                for o in self.SET:
+                    llvm.set_option("pyshark", o)
+        return self
+
+    def __exit__(self, *exc):
+        if loop_load_pre():
+            return False
+        with _OPTIONS_LOCK:
+            _OPTIONS_USERS[0] -= 1
+            if _OPTIONS_USERS[0] == 0:
+                for o in self.DEFAULT:
+                    llvm.set_option("pyshark", o)
+        return False
+
+
 def _run_pipeline(mod: "llvm.ModuleRef", tm, unlocked: bool = False,
                   quick: bool = False) -> None:
-    """LLVM's O3 pipeline for the host CPU (`unlocked`: see _unlocked); with
-    `quick`, the quick tier's (_run_quick_pipeline)."""
+    """LLVM's O3 pipeline for the host CPU (`unlocked`: see _unlocked), under
+    _PipelineOptions; with `quick`, the quick tier's (_run_quick_pipeline,
+    which has no GVN)."""
     if quick:
         return _run_quick_pipeline(mod, tm, unlocked)
+    with _PipelineOptions():
+        _run_o3(mod, tm, unlocked)
+
+
+def _run_o3(mod: "llvm.ModuleRef", tm, unlocked: bool) -> None:
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pto.loop_vectorization = True
     pto.slp_vectorization = True
