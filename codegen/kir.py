@@ -137,6 +137,11 @@ class KConst:
 #                         unsigned; precondition 0 <= y < bits(T) (scalar.py's
 #                         shl/shr give numpy's values past the width)
 #   pow atan2             floats: C pow / atan2 (f32: powf / atan2f)
+#   min max               floats: numpy.minimum / maximum: NaN when either
+#                         operand is NaN, else the smaller (larger); of -0.0
+#                         and 0.0 either (LLVM's llvm.minimum with nsz: a
+#                         vectorizable reduction, where a compare and select
+#                         is one only with no-NaN flags)
 #   eq ne lt le gt ge     any T -> bool; signedness from T (bool: False < True);
 #                         floats: ordered comparisons except ne, which is
 #                         unordered (NaN != x is true, every other comparison
@@ -145,7 +150,7 @@ BIN_CLASSES = {
     **dict.fromkeys(("add", "sub", "mul", "div", "rem"), "fsu"),
     **dict.fromkeys(("and", "or", "xor"), "sub"),
     **dict.fromkeys(("shl", "shr"), "su"),
-    **dict.fromkeys(("pow", "atan2"), "f"),
+    **dict.fromkeys(("pow", "atan2", "min", "max"), "f"),
     **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"), "fsub"),
 }
 BIN_PRIMS = frozenset(BIN_CLASSES)

@@ -253,6 +253,7 @@ BIN_IMPL = {
     **{(op, c): _shift(op, f) for op, f in (("shl", np.left_shift), ("shr", np.right_shift))
        for c in "su"},
     ("pow", "f"): _libm2("pow", np.power), ("atan2", "f"): _libm2("atan2", np.arctan2),
+    ("min", "f"): np.minimum, ("max", "f"): np.maximum,
     **{(op, c): f for op, f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                                 ("le", np.less_equal), ("gt", np.greater),
                                 ("ge", np.greater_equal)) for c in "fsub"},

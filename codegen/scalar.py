@@ -188,16 +188,19 @@ def shr(x: K.Expr, y: K.Expr) -> K.Expr:
 
 
 def minimum(x: K.Expr, y: K.Expr, reassoc: bool = False) -> K.Expr:
+    """numpy.minimum: for floats kir's `min` (NaN propagates), for ints and
+    bools a compare and select."""
     t = _t(x)
     if t.is_float:
-        return sel(lor(b("le", x, y), K.Un("isnan", x)), x, y)
+        return b("min", x, y)
     return sel(b("le", x, y), x, y)
 
 
 def maximum(x: K.Expr, y: K.Expr, reassoc: bool = False) -> K.Expr:
+    """numpy.maximum, as minimum."""
     t = _t(x)
     if t.is_float:
-        return sel(lor(b("ge", x, y), K.Un("isnan", x)), x, y)
+        return b("max", x, y)
     return sel(b("ge", x, y), x, y)
 
 

@@ -118,6 +118,9 @@ BIN_SPELLINGS = {
     ("shl", "s"): ("op", "shl"), ("shl", "u"): ("op", "shl"),
     ("shr", "s"): ("op", "ashr"), ("shr", "u"): ("op", "lshr"),
     ("pow", "f"): ("libm", "pow"), ("atan2", "f"): ("libm", "atan2"),
+    # NaN-propagating, and with nsz (kir.py: of -0.0 and 0.0 either): the
+    # loop vectorizer makes a reduction of it with no other flag
+    ("min", "f"): ("intrinsic", "llvm.minimum"), ("max", "f"): ("intrinsic", "llvm.maximum"),
     # C's float comparisons: ordered, except != (unordered: NaN != x)
     **{(op, "f"): ("fcmp", ("fcmp_unordered" if op == "ne" else "fcmp_ordered", sym))
        for op, sym in _SYM.items()},
@@ -203,9 +206,9 @@ class _Decls:
             self.cache[name] = fn
         return fn
 
-    def intrinsic(self, base: str, t: ir.Type) -> ir.Function:
+    def intrinsic(self, base: str, t: ir.Type, nargs: int = 1) -> ir.Function:
         suffix = "f32" if t == _F32 else "f64"
-        return self.get(f"{base}.{suffix}", t, [t])
+        return self.get(f"{base}.{suffix}", t, [t] * nargs)
 
     def libm(self, name: str, t: ir.Type, nargs: int) -> ir.Function:
         cname = name + ("f" if t == _F32 else "")
@@ -364,6 +367,9 @@ class FnEmitter:
         if how == "fcmp":               # comparisons never reassociate
             return getattr(b, name[0])(name[1], x, y, flags=self.flags() if flags is None
                                        else flags)
+        if how == "intrinsic":
+            return b.call(self.decls.intrinsic(name, x.type, 2), [x, y],
+                          fastmath=fl if "fast" in fl else fl + ["nsz"])
         return b.call(self.decls.libm(name, x.type, 2), [x, y], fastmath=fl)      # libm
 
     def un(self, e: K.Un) -> ir.Value:

@@ -36,8 +36,8 @@ def _sequential(lw: Lowerer, e, env, stm, n, idxs, vals, dests, m, lo=ZERO, hi=N
             olds = [lw.element(d, j) for d in dests]
             if all(isinstance(t, ScalarType) for t in lam.ret):
                 new = apply_op(lw, lam, env, olds + xs[1:], True)
-                for d, v in zip(dests, new):
-                    store_at(lw, d, j, v)
+                for d, o, v in zip(dests, olds, new):
+                    _store_if_changed(lw, d.data, j, o, v)
             else:
                 res = lw.apply(lam.params, lam.body, env, olds + xs[1:], new_frame=True)
                 for d, (v, owned) in zip(dests, res):
@@ -126,14 +126,25 @@ def _store_if_changed(lw: Lowerer, ptr: K.Expr, at: K.Expr, old: K.Expr, v) -> N
     selection between old and another value (max, min), the store happens
     only when the other value is chosen: a max-histogram then writes a bin
     only when it grows, as `if x > h[b]: h[b] = x` does; the memory is the
-    same either way (the skipped store would write back the loaded bits)."""
+    same either way (the skipped store would write back the loaded bits).
+    The same for kir's float min / max of old and another value (session
+    37: with the store every time, max_histogram ran 8-19% slower)."""
     if isinstance(v, K.KVar) and isinstance(old, K.KVar):
         for s in reversed(lw.emitted()):
             if isinstance(s, K.Set) and s.var == v:
                 e = s.value
+                keep_old = other = None
                 if isinstance(e, K.Sel) and (e.x == old) != (e.y == old):
                     keep_old = e.cond if e.x == old else S.lnot(e.cond)
                     other = e.y if e.x == old else e.x
+                elif (isinstance(e, K.Bin) and e.op in ("min", "max")
+                      and (e.x == old) != (e.y == old)):
+                    # kir's float min / max (NaN propagates; of equal zeros
+                    # either): old stays when it is NaN or not beaten
+                    other = e.y if e.x == old else e.x
+                    keep_old = S.lor(S.b("le" if e.op == "min" else "ge", old, other),
+                                     K.Un("isnan", old))
+                if keep_old is not None:
                     lw.emit(K.If(S.lnot(keep_old), K.Block((K.Store(ptr, at, other),))))
                     return
                 break

@@ -137,6 +137,9 @@ BIN_SPELLINGS = {
     ("add", "f"): "{x} + {y}", ("sub", "f"): "{x} - {y}", ("mul", "f"): "{x} * {y}",
     ("div", "f"): "{x} / {y}", ("rem", "f"): "fmod({x}, {y})",
     ("pow", "f"): "pow({x}, {y})", ("atan2", "f"): "atan2({x}, {y})",
+    # NaN-propagating (OpenCL's fmin/fmax pass NaN over)
+    ("min", "f"): "(({x} <= {y} || isnan({x})) ? {x} : {y})",
+    ("max", "f"): "(({x} >= {y} || isnan({x})) ? {x} : {y})",
     # integers: wrapping arithmetic in the unsigned type of >= 32 bits
     **{(op, c): f"({{T}})(({{W}}){{x}} {sym} ({{W}}){{y}})"
        for op, sym in (("add", "+"), ("sub", "-"), ("mul", "*")) for c in "su"},

@@ -69,6 +69,7 @@ HOST_BIN = {
     **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("shl", "<<"), ("shr", ">>"))
        for c in "su"},
     ("pow", "f"): "libm('pow', {x}, {y})", ("atan2", "f"): "libm('atan2', {x}, {y})",
+    ("min", "f"): "minimum({x}, {y})", ("max", "f"): "maximum({x}, {y})",
     **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"),
                                                      ("le", "<="), ("gt", ">"), ("ge", ">="))
        for c in "fsub"},

@@ -59,6 +59,7 @@ def fhex(t, text: str):
 fmod = np.fmod
 fabs, sqrt, floor, ceil, trunc, rint, isnan = (np.fabs, np.sqrt, np.floor, np.ceil, np.trunc,
                                                np.rint, np.isnan)
+minimum, maximum = np.minimum, np.maximum       # kir's min / max on floats: NaN propagates
 
 
 def libm(op: str, *xs):
@@ -84,5 +85,5 @@ def padd(p, off):
 
 __all__ = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
            "fhex", "idiv", "irem", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "rint",
-           "isnan", "libm", "cast", "bitcast", "padd", "errstate", "quiet_set", "quiet_reset",
+           "isnan", "minimum", "maximum", "libm", "cast", "bitcast", "padd", "errstate", "quiet_set", "quiet_reset",
            "QUIET"]

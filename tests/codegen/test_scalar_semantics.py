@@ -202,9 +202,10 @@ def test_edge_values_agree_with_numpy(backend, name, ins, outs):
     for k, ((rt, _, ref), g) in enumerate(zip(outs, got)):
         want = expected(ref, *ins, dtype=rt.dtype)
         # numpy's minimum / maximum return the second operand when the two
-        # compare equal (min(0.0, -0.0) is -0.0); scalar.py returns the first,
-        # so the sign of a zero there is not numpy's (LANGUAGE.md's golden
-        # rule ignores the sign of zero)
+        # compare equal (min(0.0, -0.0) is -0.0); on floats kir's min / max
+        # return either, on ints scalar.py returns the first, so the sign of
+        # a zero there is not numpy's (LANGUAGE.md's golden rule ignores the
+        # sign of zero)
         bad = mismatch(g, want, zero_sign=not (name.startswith("binary_") and k in (2, 3)))
         assert not bad.any(), (name, k, [c[bad] for c in ins], g[bad], want[bad])
 
@@ -217,19 +218,21 @@ def test_integer_division_by_zero_raises(backend, name, t, op):
     assert backend(name, x, y, np.zeros(4, t.dtype)) == ZERO_DIV
 
 
-def test_min_max_zero_ties_are_the_first_operand():
+def test_min_max_of_floats_propagate_nan_and_tie_zeros_either_way():
     """What the agreement test above lets differ from numpy, pinned: on
-    equal operands scalar.minimum / maximum keep x (numpy: y)."""
+    floats scalar.minimum / maximum are kir's `min` / `max` (NaN from
+    either operand; of -0.0 and 0.0 either, kir.py), so a zero tie gives a
+    zero of either sign."""
     for t in FLOAT_TYPES:
-        z, nz = t.numpy_type(0.0), t.numpy_type(-0.0)
+        z, nz, nan, one = (t.numpy_type(v) for v in (0.0, -0.0, float("nan"), 1.0))
         outs = [(t, binop("min"), None), (t, binop("max"), None)]
         m = K.Module([elementwise("f", [t, t], [(rt, mk) for rt, mk, _ in outs], False)], [])
-        got = [np.zeros(2, t.dtype) for _ in outs]
-        x, y = np.array([z, nz]), np.array([nz, z])
+        got = [np.zeros(4, t.dtype) for _ in outs]
+        x, y = np.array([z, nz, nan, one]), np.array([nz, z, one, nan])
         assert run_function(m, "f", [Buffer(x), Buffer(y)] + [Buffer(g) for g in got]
-                            + [np.int64(2)]).code == 0
+                            + [np.int64(4)]).code == 0
         for g in got:
-            assert np.signbit(g).tolist() == [False, True]
+            assert (g[:2] == 0).all() and np.isnan(g[2:]).all()
 
 
 # ---------------------------------------------------------------------------
