@@ -142,6 +142,10 @@ class KConst:
 #                         and 0.0 either (LLVM's llvm.minimum with nsz: a
 #                         vectorizable reduction, where a compare and select
 #                         is one only with no-NaN flags)
+#   fmin fmax             floats: numpy.fmin / fmax (IEEE minNum): a NaN
+#                         operand is passed over, NaN only when both are; of
+#                         -0.0 and 0.0 either (LLVM's llvm.minnum with nsz,
+#                         OpenCL's fmin: both vectorizable)
 #   eq ne lt le gt ge     any T -> bool; signedness from T (bool: False < True);
 #                         floats: ordered comparisons except ne, which is
 #                         unordered (NaN != x is true, every other comparison
@@ -150,7 +154,7 @@ BIN_CLASSES = {
     **dict.fromkeys(("add", "sub", "mul", "div", "rem"), "fsu"),
     **dict.fromkeys(("and", "or", "xor"), "sub"),
     **dict.fromkeys(("shl", "shr"), "su"),
-    **dict.fromkeys(("pow", "atan2", "min", "max"), "f"),
+    **dict.fromkeys(("pow", "atan2", "min", "max", "fmin", "fmax"), "f"),
     **dict.fromkeys(("eq", "ne", "lt", "le", "gt", "ge"), "fsub"),
 }
 BIN_PRIMS = frozenset(BIN_CLASSES)

@@ -254,6 +254,7 @@ BIN_IMPL = {
        for c in "su"},
     ("pow", "f"): _libm2("pow", np.power), ("atan2", "f"): _libm2("atan2", np.arctan2),
     ("min", "f"): np.minimum, ("max", "f"): np.maximum,
+    ("fmin", "f"): np.fmin, ("fmax", "f"): np.fmax,
     **{(op, c): f for op, f in (("eq", np.equal), ("ne", np.not_equal), ("lt", np.less),
                                 ("le", np.less_equal), ("gt", np.greater),
                                 ("ge", np.greater_equal)) for c in "fsub"},

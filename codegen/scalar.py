@@ -234,7 +234,8 @@ def sign(x: K.Expr) -> K.Expr:
 
 _PLAIN = {"add": "add", "sub": "sub", "mul": "mul", "band": "and", "bor": "or",
           "bxor": "xor", "land": "and", "lor": "or", "eq": "eq", "ne": "ne",
-          "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "atan2": "atan2"}
+          "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "atan2": "atan2",
+          "fmin": "fmin", "fmax": "fmax"}
 
 
 def _guard(op: str, cond: K.Expr, emit: Emit, fail: Callable) -> None:

@@ -121,6 +121,7 @@ BIN_SPELLINGS = {
     # NaN-propagating, and with nsz (kir.py: of -0.0 and 0.0 either): the
     # loop vectorizer makes a reduction of it with no other flag
     ("min", "f"): ("intrinsic", "llvm.minimum"), ("max", "f"): ("intrinsic", "llvm.maximum"),
+    ("fmin", "f"): ("intrinsic", "llvm.minnum"), ("fmax", "f"): ("intrinsic", "llvm.maxnum"),
     # C's float comparisons: ordered, except != (unordered: NaN != x)
     **{(op, "f"): ("fcmp", ("fcmp_unordered" if op == "ne" else "fcmp_ordered", sym))
        for op, sym in _SYM.items()},

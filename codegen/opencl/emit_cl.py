@@ -140,6 +140,7 @@ BIN_SPELLINGS = {
     # NaN-propagating (OpenCL's fmin/fmax pass NaN over)
     ("min", "f"): "(({x} <= {y} || isnan({x})) ? {x} : {y})",
     ("max", "f"): "(({x} >= {y} || isnan({x})) ? {x} : {y})",
+    ("fmin", "f"): "fmin({x}, {y})", ("fmax", "f"): "fmax({x}, {y})",      # IEEE minNum
     # integers: wrapping arithmetic in the unsigned type of >= 32 bits
     **{(op, c): f"({{T}})(({{W}}){{x}} {sym} ({{W}}){{y}})"
        for op, sym in (("add", "+"), ("sub", "-"), ("mul", "*")) for c in "su"},

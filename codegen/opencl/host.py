@@ -70,6 +70,7 @@ HOST_BIN = {
        for c in "su"},
     ("pow", "f"): "libm('pow', {x}, {y})", ("atan2", "f"): "libm('atan2', {x}, {y})",
     ("min", "f"): "minimum({x}, {y})", ("max", "f"): "maximum({x}, {y})",
+    ("fmin", "f"): "fmin({x}, {y})", ("fmax", "f"): "fmax({x}, {y})",
     **{(op, c): f"({{x}} {sym} {{y}})" for op, sym in (("eq", "=="), ("ne", "!="), ("lt", "<"),
                                                      ("le", "<="), ("gt", ">"), ("ge", ">="))
        for c in "fsub"},

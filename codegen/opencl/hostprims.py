@@ -60,6 +60,7 @@ fmod = np.fmod
 fabs, sqrt, floor, ceil, trunc, rint, isnan = (np.fabs, np.sqrt, np.floor, np.ceil, np.trunc,
                                                np.rint, np.isnan)
 minimum, maximum = np.minimum, np.maximum       # kir's min / max on floats: NaN propagates
+fmin, fmax = np.fmin, np.fmax                   # kir's fmin / fmax: NaN passed over
 
 
 def libm(op: str, *xs):
@@ -85,5 +86,5 @@ def padd(p, off):
 
 __all__ = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f32", "f64", "b1",
            "fhex", "idiv", "irem", "fmod", "fabs", "sqrt", "floor", "ceil", "trunc", "rint",
-           "isnan", "minimum", "maximum", "libm", "cast", "bitcast", "padd", "errstate", "quiet_set", "quiet_reset",
+           "isnan", "minimum", "maximum", "fmin", "fmax", "libm", "cast", "bitcast", "padd", "errstate", "quiet_set", "quiet_reset",
            "QUIET"]

@@ -82,12 +82,16 @@ Atom = Union[Var, Const]
 #   shl shr             ints (shr is arithmetic for signed types)
 #   land lor            bool only (both operands are already evaluated)
 #   min max             numpy.minimum / numpy.maximum: NaN propagates
+#   fmin fmax           floats: numpy.fmin / numpy.fmax: a NaN operand is
+#                       passed over (NaN only when both are); not spelled in
+#                       Python, the prelude's lowering of builtin min/max of
+#                       a float array (Python's rule) reduces with them
 #   atan2               floats (numpy.arctan2(x, y) with x the first operand)
 #   eq ne lt le gt ge   any scalar type -> bool (IEEE: NaN compares unequal)
 BINOPS = frozenset({
     "add", "sub", "mul", "div", "floordiv", "mod", "pow", "power",
     "band", "bor", "bxor", "shl", "shr", "land", "lor",
-    "min", "max", "atan2",
+    "min", "max", "fmin", "fmax", "atan2",
     "eq", "ne", "lt", "le", "gt", "ge",
 })
 COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})

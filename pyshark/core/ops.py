@@ -172,6 +172,10 @@ _BINARY = [
     _bin("lor", BOOL, _lor, "||", python="or"),
     _bin("min", _ANY, np.minimum, prelude="ps.min"),
     _bin("max", _ANY, np.maximum, prelude="ps.max"),
+    # NaN passed over (IEEE minNum): the builtins min/max of a float array
+    # reduce with them (translate/prelude_arrays._python_extreme)
+    _bin("fmin", FLOAT, np.fmin, prelude="min"),
+    _bin("fmax", FLOAT, np.fmax, prelude="max"),
     _bin("atan2", FLOAT, np.arctan2, prelude="ps.atan2"),
     _bin("eq", _ANY, operator.eq, "==", result=BOOL),
     _bin("ne", _ANY, operator.ne, "!=", result=BOOL),

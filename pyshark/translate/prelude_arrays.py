@@ -325,17 +325,18 @@ def _python_extreme(c: PCall, p: ir.Var, op: str, n: ir.Var) -> ir.Var:
     element, replaced by each later one that is strictly smaller (larger).
     A NaN never is, so NaNs after a number are passed over, and a NaN first
     stays (Python mode runs the builtin itself; ps.minimum propagates NaN,
-    as numpy does). As a reduction: the extreme of the elements that are not
-    NaN, the first of equal ones (-0.0 and 0.0), which is associative (its
-    accumulators are never NaN) but not commutative; then the first element
-    where that is NaN."""
+    as numpy does). As a reduction: numpy's fmin / fmax (the core BinOps
+    that pass a NaN over, kir's fmin / fmax, LLVM's llvm.minnum / maxnum: a
+    reduction LLVM vectorises) from +inf / -inf, which is the extreme of the
+    elements that are not NaN; then the first element where that is NaN.
+    Python keeps the first of equal values, fmin either: they differ only
+    in the sign of a zero, which the golden rule does not compare."""
     t = p.type.elem
     sub = c.b.sub()
     a, b = sub.var(t, "a"), sub.var(t, "b")
-    better = sub.bind1(ir.BinOp("lt" if op == "min" else "gt", b, a), "better", c.loc)
-    v = sub.bind1(ir.Select(better, b, a), op, c.loc)
+    v = sub.bind1(ir.BinOp("fmin" if op == "min" else "fmax", a, b), op, c.loc)
     lam = ir.Lambda((a, b), sub.body([v]), (t,))
-    (r,) = c.bind(ir.Reduce(n, lam, (extreme_const(t, op == "min"),), (p,), False), op)
+    (r,) = c.bind(ir.Reduce(n, lam, (extreme_const(t, op == "min"),), (p,), True), op)
     first = c.bind1(ir.Index(p, (ir.Const(0, I64),), wrap_negative=False), "first")
     nan = c.bind1(ir.UnOp("isnan", first), "nan")
     return c.bind1(ir.Select(nan, first, r), op)

@@ -34,7 +34,8 @@ NP_BIN = {
     "or": np.bitwise_or, "xor": np.bitwise_xor, "shl": np.left_shift, "shr": np.right_shift,
     "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
     "gt": np.greater, "ge": np.greater_equal, "rem": np.fmod, "pow": np.power,
-    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum,
+    "atan2": np.arctan2, "min": np.minimum, "max": np.maximum, "fmin": np.fmin,
+    "fmax": np.fmax,
 }
 
 NP_UN = {"neg": np.negative, "fabs": np.abs, "sqrt": np.sqrt, "exp": np.exp, "log": np.log,

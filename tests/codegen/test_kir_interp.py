@@ -90,7 +90,8 @@ def assert_same(got, want, op, t):
 
 REF_BIN = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "and": np.bitwise_and,
            "or": np.bitwise_or, "xor": np.bitwise_xor, "pow": np.power,
-           "atan2": np.arctan2, "min": np.minimum, "max": np.maximum, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
+           "atan2": np.arctan2, "min": np.minimum, "max": np.maximum,
+           "fmin": np.fmin, "fmax": np.fmax, "eq": np.equal, "ne": np.not_equal, "lt": np.less,
            "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal}
 
 
