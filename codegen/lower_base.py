@@ -529,6 +529,22 @@ class Lowerer:
         self.emit(K.CopyMem(out.data, a.data, self.count(a)))
         return out
 
+    def iteration_scope(self) -> Optional[Scope]:
+        """The scope of the loop iteration whose body the current statement
+        is directly in (lower_control's loop: the iteration's scope, then
+        the body's), else None."""
+        if len(self.scopes) < 2:
+            return None
+        it = self.scopes[-2]
+        return it if it.carried and it.frame == self.frame else None
+
+    def live_after_here(self) -> frozenset:
+        """The names that may be read after the current statement; a loop
+        parameter of the loop whose body the statement is directly in counts
+        only where that body reads it later (the next iteration rebinds it)."""
+        it = self.iteration_scope()
+        return self.live if it is None else self.live_in_body | (self.live - it.carried)
+
     def owned_here(self, base: K.Expr) -> Optional[Scope]:
         """The scope of the current lambda frame that owns `base`, if any."""
         if not isinstance(base, K.KVar):

@@ -96,10 +96,10 @@ def _carried_taker(lw: Lowerer, env):
     the body itself reads it later). The iteration then no longer frees it;
     _merge_if frees it in the branch that replaces it. Without this the
     branch that keeps x copied it in every iteration. None elsewhere."""
-    if len(lw.scopes) < 2 or not lw.scopes[-2].carried or lw.scopes[-2].frame != lw.frame:
+    it = lw.iteration_scope()
+    if it is None:
         return None
-    it = lw.scopes[-2]
-    live = lw.live_in_body | (lw.live - it.carried)
+    live = lw.live_after_here()
 
     def take(v) -> bool:
         if not (isinstance(v, Arr) and isinstance(v.base, K.KVar)

@@ -49,6 +49,7 @@ ms) (docs/cpu-backend.md, "Scatter").
 from __future__ import annotations
 
 from pyshark.core import ir
+from pyshark.core.traverse import uses
 from pyshark.core.types import I32, I64
 
 from .. import kir as K
@@ -59,13 +60,47 @@ from .common import ZERO, check_width, chunk_bounds, elements, trial
 I32_MAX = (1 << 31) - 1
 
 
+def _reads(v, base: str) -> bool:
+    """Whether computing the value v may read the memory of the array whose
+    base is `base`: an array aliasing it, or a delayed map whose inputs or
+    lambda's free names do (iota and replicate read no memory)."""
+    if isinstance(v, Arr):
+        return base in v.aliases or getattr(v.base, "name", None) == base
+    if isinstance(v, Delayed) and v.group.source is not None:
+        lam, lam_env, arrs = v.group.source
+        return (any(_reads(a, base) for a in arrs)
+                or any(_reads(lam_env.get(name), base) for name in uses(lam)))
+    return False
+
+
+def _dest(lw: Lowerer, dest: ir.Var, env, inputs: list, others: list):
+    """The destination `dest` itself where the result may take its memory:
+    an array this frame owns whole, that no variable live after the
+    statement holds and that nothing the statement reads (indices, values,
+    the other destinations) may alias, as an owned update takes it
+    (lower_arrays._h_update): nothing can see the difference, since nothing
+    reads the destination afterwards; else an owned copy. A BFS level's
+    `dist = ps.scatter(dist, frontier, level)` then writes its few nodes in
+    place instead of copying dist every level (session 37)."""
+    a = lw.array(dest, env)
+    if isinstance(a, Arr) and isinstance(a.base, K.KVar):
+        b = a.base.name
+        if (lw.owned_here(a.base) is not None and a.aliases == frozenset({b})
+                and not any(_reads(env.get(n), b) for n in lw.live_after_here())
+                and not any(_reads(v, b) for v in inputs + others)):
+            return a
+    return lw.copy_arr(a, "dst")
+
+
 def dest_setup(lw: Lowerer, e, env, stm, what: str):
-    """Width checks, and owned copies of the destinations."""
+    """Width checks, and the destinations, owned (_dest)."""
     n = lw.scalar(e.width, env)
     idxs = lw.array(e.idxs, env)
     vals = [lw.array(a, env) for a in e.vals]
     check_width(lw, n, (e.idxs, *e.vals), (idxs, *vals), stm.loc, what)
-    dests = [lw.copy_arr(lw.array(d, env), "dst") for d in e.dests]
+    dests = [_dest(lw, d, env, [idxs, *vals],
+                   [lw.array(o, env) for k, o in enumerate(e.dests) if k != j])
+             for j, d in enumerate(e.dests)]
     m = dests[0].shape[0]
     for name, d, v in zip(e.dests, dests, vals):
         lw.check(S.b("eq", d.shape[0], m), "ShapeError",
