@@ -25,7 +25,11 @@ def inputs(name: str, s: float, rng):
     if name == "small_matmuls":
         m = max(1, int(4096 * s))
         return (rng.random((m, 16, 16), dtype=f32), rng.random((m, 16, 16), dtype=f32))
+    if name == "bfs":
+        n = max(2, int(100_000 * s))
+        return (rng.integers(0, n, 8 * n), rng.integers(0, n, 8 * n), n, 0)
     raise KeyError(name)
 
 
-NAMES = ["heat3d", "blur_normalise", "asian_option", "mlp_forward", "particles", "small_matmuls"]
+NAMES = ["heat3d", "blur_normalise", "asian_option", "mlp_forward", "particles", "small_matmuls",
+         "bfs"]

@@ -120,3 +120,23 @@ def small_matmuls(a, b):
                 for j in range(p):
                     out[q, i, j] += av * b[q, k, j]
     return out
+
+
+@njit(parallel=True, cache=False)
+def bfs(src, dst, n, source):
+    dist = np.full(n, -1, np.int64)
+    dist[source] = 0
+    m = len(src)
+    hit = np.empty(m, np.bool_)
+    level = 0
+    changed = True
+    while changed:
+        for e in prange(m):
+            hit[e] = dist[src[e]] == level and dist[dst[e]] == -1
+        changed = False
+        for e in range(m):
+            if hit[e]:
+                dist[dst[e]] = level + 1
+                changed = True
+        level += 1
+    return dist

@@ -1,7 +1,8 @@
 """Programs in the shapes issue 17 named as losing (a 3-D stencil with fixed
 faces, a clamped image filter with two reductions per step, a Monte-Carlo
 pricer with per-path arrays, a two-layer network's forward pass, ten
-elementwise steps in a loop of maps, 4096 small matmuls), written the way a
+elementwise steps in a loop of maps, 4096 small matmuls, a frontier BFS
+with a filter and a scatter per level), written the way a
 Python user would write them, not shaped for PyShark. scripts/shapes_probe.py
 times them against the Numba peers in numba_peers.py."""
 import pyshark.prelude as ps
@@ -93,3 +94,21 @@ def small_matmuls(a: Grid3, b: Grid3) -> Grid3:
     return ps.array([[[sum([aa[i][k] * bb[k][j] for k in range(len(bb))])
                        for j in range(len(bb[0]))] for i in range(len(aa))]
                      for aa, bb in zip(a, b)])
+
+
+@ps.entry
+def bfs(src: ps.Array[int], dst: ps.Array[int], n: int, source: int) -> ps.Array[int]:
+    """Breadth-first levels from `source` over the edge list src[e] -> dst[e]
+    (-1: unreachable): each level filters the edges that leave the frontier
+    for an unvisited node and scatters the level into their targets."""
+    dist = ps.update(ps.replicate(n, -1), source, 0)
+    level = 0
+    changed = True
+    while changed:
+        hits = ps.filter(lambda e: dist[src[e]] == level and dist[dst[e]] == -1,
+                         ps.iota(len(src)))
+        targets = ps.map(lambda e: dst[e], hits)
+        dist = ps.scatter(dist, targets, ps.replicate(len(targets), level + 1))
+        changed = len(targets) > 0
+        level += 1
+    return dist
