@@ -9,7 +9,8 @@ Numba's first call of each program at its smallest size (its compile),
 the call of a trivial @njit function, and of a plain Python function.
 
 For the cpu backend it also reports issue 17's compile-time goals (item 5):
-the cold compile of LocVolCalib (goal < 1 s) and of the slowest module of
+the cold compile of LocVolCalib (goal < 1 s; the best of LVC_COLD_COMPILES,
+each into an empty cache) and of the slowest module of
 the conformance corpus (goal < 0.5 s), each with where the time went, stage
 by stage (pyshark/compile_times.py), in the row's note.
 """
@@ -36,6 +37,12 @@ REPO = Path(__file__).resolve().parent.parent
 GOALS_S = {"locvolcalib": 1.0, "conformance": 0.5}
 #: how many stages a breakdown note names (the slowest first)
 NOTE_STAGES = 8
+#: cold compiles of LocVolCalib per report, each into an empty cache; the row
+#: gives the best and its note all of them. One compile moved by 15-20% with
+#: the 2-core VM's neighbours (session 37: 0.86 and 0.88 s in the compile
+#: report alone, 0.98-1.06 s in the reports at the end of whole suites of
+#: the same code, stage by stage the same shape)
+LVC_COLD_COMPILES = 3
 
 
 def _compile(backend: str, path: Path, cache: str, stages: dict | None = None,
@@ -100,15 +107,23 @@ def _goal_rows(cache: str) -> list[dict]:
     from pyshark.testing import conformance_dir
     rows = []
     lvc = PROGRAMS_DIR / "locvolcalib.py"
-    stages: dict = {}
-    cpu: dict = {}
-    after: dict = {}
-    _, cold = _compile("cpu", lvc, cache, stages, cpu, after)
+    runs = []
+    for k in range(LVC_COLD_COMPILES):
+        stages: dict = {}
+        cpu: dict = {}
+        after: dict = {}
+        _, cold = _compile("cpu", lvc, os.path.join(cache, f"locvolcalib-{k}"), stages, cpu,
+                           after)
+        runs.append((cold, stages, cpu, after["optimised_s"]))
+    cold, stages, cpu, optimised = min(runs, key=lambda r: r[0])
     rows.append({"target": "ps.cpu", "program": "locvolcalib (goal < 1 s)", "cold_s": cold,
+                 "cold_runs_s": [r[0] for r in runs],
                  "cold_cpu_s": cpu.get("total"), "stages_s": stages, "stages_cpu_s": cpu,
-                 "optimised_s": after["optimised_s"],
+                 "optimised_s": optimised,
                  "note": breakdown_note("locvolcalib", cold, stages, cpu)
-                 + _optimised_note(cold, after["optimised_s"])})
+                 + f"; the best of {len(runs)} cold compiles, each into an empty cache ("
+                 + ", ".join(f"{r[0] * 1e3:.0f}" for r in runs) + " ms)"
+                 + _optimised_note(cold, optimised)})
     corpus = conformance_dir()
     mods = sorted(Path(corpus).glob("*.py")) if corpus and Path(corpus).is_dir() else []
     timed = []
