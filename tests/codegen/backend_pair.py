@@ -7,7 +7,13 @@ import textwrap
 import pytest
 
 from pyshark import Wrapper
+from pyshark.testing import assert_close
 from pyshark.wrapper.registry import available_backends
+
+#: the cpu backend, its quick tier and the kernel IR interpreter (which checks
+#: every access, use after free and double free; tests/conftest.py registers
+#: the last two)
+CPU_FAMILY = ("cpu", "cpu-quick", "kir")
 
 
 def python_and(backend: str, source: str, tmp_path_factory, name: str) -> list:
@@ -39,3 +45,45 @@ def steps(k: int, xs: ps.Array[ps.f32]) -> ps.Array[ps.f32]:
         xs = ps.map(lambda x: x * 0.5 + 1.0, xs)
     return xs
 """
+
+
+def loaded(src, backends=("python",) + CPU_FAMILY) -> dict:
+    """{backend: the source file `src` compiled and loaded on it}."""
+    out = {b: Wrapper(b).add_source_file(src) for b in backends}
+    for w in out.values():
+        w.compile_and_load()
+    return out
+
+
+def agree(mods: dict, entry: str, *args, errors: tuple = ()) -> None:
+    """Every backend of `mods` but Python mode gives Python mode's value
+    (assert_close), or raises the class Python mode raised, when that is
+    one of `errors`."""
+    want_exc = want = None
+    try:
+        want = mods["python"].invoke(entry, *args)
+    except errors as exc:
+        want_exc = exc
+    for b, w in mods.items():
+        if b == "python":
+            continue
+        if want_exc is not None:
+            with pytest.raises(type(want_exc)):
+                w.invoke(entry, *args)
+        else:
+            assert_close(w.invoke(entry, *args), want)
+
+
+def source_file(tmp_path_factory, name: str, text: str):
+    """`text` written to a fresh folder as `name`.py (its path)."""
+    p = tmp_path_factory.mktemp(name) / f"{name}.py"
+    p.write_text(text)
+    return p
+
+
+def host_kernels(src):
+    """The kernel IR of the source file `src`, as this host's cpu backend builds it."""
+    from pyshark.codegen import stages
+    from pyshark.codegen.cpu import link
+    from pyshark.wrapper.backend import translate_and_check
+    return stages.build_kernels(translate_and_check(src), target=link.host_target())

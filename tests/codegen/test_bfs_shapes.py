@@ -15,36 +15,19 @@ at sizes on both sides of the parallel thresholds, with duplicate targets,
 out-of-range indices and unreachable nodes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
-from pyshark import Wrapper
+from backend_pair import agree, host_kernels, loaded, source_file
 from pyshark.codegen import kir as K
-from pyshark.codegen import stages
-from pyshark.codegen.cpu import link
 from pyshark.codegen.kir_traverse import block_exprs
 from pyshark.core.types import BOOL
-from pyshark.testing import assert_close
-from pyshark.wrapper.backend import translate_and_check
 
-SRC = '''
-import pyshark.prelude as ps
-
-
-@ps.entry
-def bfs(src: ps.Array[int], dst: ps.Array[int], n: int, source: int) -> ps.Array[int]:
-    """Levels from `source` over the edges src[e] -> dst[e]; -1 unreachable."""
-    dist = ps.update(ps.replicate(n, -1), source, 0)
-    level = 0
-    changed = True
-    while changed:
-        hits = ps.filter(lambda e: dist[src[e]] == level and dist[dst[e]] == -1,
-                         ps.iota(len(src)))
-        targets = ps.map(lambda e: dst[e], hits)
-        dist = ps.scatter(dist, targets, ps.replicate(len(targets), level + 1))
-        changed = len(targets) > 0
-        level += 1
-    return dist
+#: the BFS of scripts/shapes_probe/programs.py, beside entries of the same
+#: shapes whose destinations a scatter may not take
+SRC = (Path(__file__).resolve().parents[2] / "scripts" / "shapes_probe" / "programs.py").read_text() + '''
 
 
 @ps.entry
@@ -79,20 +62,16 @@ def into_input(dest: ps.Array[int], idx: ps.Array[int]) -> ps.Array[int]:
     return ps.scatter(dest, idx, ps.replicate(len(idx), -5))
 '''
 
-#: the cpu backend, its quick tier and the kernel IR interpreter (conftest.py)
-COMPILED = ("cpu", "cpu-quick", "kir")
 
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    p = tmp_path_factory.mktemp("bfs") / "bfs_mod.py"
-    p.write_text(SRC)
-    return p
+    return source_file(tmp_path_factory, "bfs_mod", SRC)
 
 
 @pytest.fixture(scope="module")
 def kernels(src):
-    return stages.build_kernels(translate_and_check(src), target=link.host_target())
+    return host_kernels(src)
 
 
 def _fn(m: K.Module, name: str) -> K.Function:
@@ -143,24 +122,11 @@ def test_scatters_whose_destination_is_still_needed_copy_it(kernels):
 
 @pytest.fixture(scope="module")
 def wrappers(src):
-    out = {b: Wrapper(b).add_source_file(src) for b in ("python",) + COMPILED}
-    for w in out.values():
-        w.compile_and_load()
-    return out
+    return loaded(src)
 
 
 def _agree(wrappers, entry, *args):
-    want_exc = want = None
-    try:
-        want = wrappers["python"].invoke(entry, *args)
-    except IndexError as exc:
-        want_exc = exc
-    for b in COMPILED:
-        if want_exc is not None:
-            with pytest.raises(type(want_exc)):
-                wrappers[b].invoke(entry, *args)
-        else:
-            assert_close(wrappers[b].invoke(entry, *args), want)
+    agree(wrappers, entry, *args, errors=(IndexError,))
 
 
 @pytest.mark.parametrize("n,m", [(1, 0), (1, 1), (6, 9), (50, 40), (300, 2_000),

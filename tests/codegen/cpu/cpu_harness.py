@@ -78,6 +78,18 @@ def function_ir(opt_text: str, name: str) -> str:
     return m.group(0)
 
 
+def functions_ir(opt_text: str, name: str) -> str:
+    """The text of the `define`s of `name` and of the functions it owns
+    (`name.parfor0`, `name.parfor0.omp`, ...) in (optimised) LLVM IR."""
+    out, keep = [], False
+    for line in opt_text.splitlines():
+        if line.startswith("define "):
+            keep = f"@{name}(" in line or f"@{name}." in line
+        if keep:
+            out.append(line)
+    return "\n".join(out)
+
+
 def vector_types(ir_text: str) -> set[str]:
     return set(re.findall(r"<\d+ x (?:float|double|i\d+)>", ir_text))
 
@@ -103,4 +115,4 @@ def np_same(a: np.ndarray, b: np.ndarray) -> bool:
 
 __all__ = ["K", "np", "BOOL", "F32", "F64", "I64", "ScalarType", "I0", "I1", "c64", "v", "P",
            "Built", "build", "function_ir", "vector_types", "elementwise", "np_same",
-           "optimised_ir", "emit_module", "PysharkCtx"]
+           "optimised_ir", "emit_module", "PysharkCtx", "functions_ir"]

@@ -13,17 +13,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pyshark import Wrapper
+from backend_pair import agree, host_kernels, loaded, source_file
+from cpu_harness import functions_ir
 from pyshark.codegen import kir as K
-from pyshark.codegen import stages
 from pyshark.codegen.cpu import link
 from pyshark.codegen.cpu.emit import emit_module
 from pyshark.errors import ShapeError
-from pyshark.testing import assert_close
-from pyshark.wrapper.backend import translate_and_check
-
-#: the cpu backend, its quick tier (conftest.py) and the kernel IR interpreter
-COMPILED = ("cpu", "cpu-quick", "kir")
 
 SRC = '''
 import pyshark.prelude as ps
@@ -69,35 +64,22 @@ def max_hist(bins: ps.Array[ps.i32], vals: ps.Array[ps.f32]) -> ps.Array[ps.f32]
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    p = tmp_path_factory.mktemp("fminmax") / "fminmax_mod.py"
-    p.write_text(SRC)
-    return p
+    return source_file(tmp_path_factory, "fminmax_mod", SRC)
 
 
 @pytest.fixture(scope="module")
 def kernels(src):
-    return stages.build_kernels(translate_and_check(src), target=link.host_target())
-
-
-def _function(text: str, name: str) -> str:
-    """The LLVM text of `name` and of the functions its name prefixes."""
-    out, keep = [], False
-    for line in text.splitlines():
-        if line.startswith("define "):
-            keep = f"@{name}(" in line or f"@{name}." in line
-        if keep:
-            out.append(line)
-    return "\n".join(out)
+    return host_kernels(src)
 
 
 def test_minimum_and_maximum_reduce_in_vectors(kernels):
     text = link.optimised_ir(emit_module(kernels))
-    assert "@llvm.minimum.v" in _function(text, "pyshark_min32")
-    assert "@llvm.maximum.v" in _function(text, "pyshark_max64")
+    assert "@llvm.minimum.v" in functions_ir(text, "pyshark_min32")
+    assert "@llvm.maximum.v" in functions_ir(text, "pyshark_max64")
     # the builtins, Python's rule: NaN passed over (fmin / fmax, llvm.minnum)
-    assert "@llvm.minnum.v" in _function(text, "pyshark_py_min32")
-    assert "@llvm.maxnum.v" in _function(text, "pyshark_py_max64")
-    rows = _function(text, "pyshark_row_extremes")
+    assert "@llvm.minnum.v" in functions_ir(text, "pyshark_py_min32")
+    assert "@llvm.maxnum.v" in functions_ir(text, "pyshark_py_max64")
+    rows = functions_ir(text, "pyshark_row_extremes")
     assert "@llvm.minimum.v" in rows and "@llvm.maximum.v" in rows
 
 
@@ -117,24 +99,11 @@ def test_the_max_histogram_writes_a_bin_only_when_it_changes(kernels):
 
 @pytest.fixture(scope="module")
 def wrappers(src):
-    out = {b: Wrapper(b).add_source_file(src) for b in ("python",) + COMPILED}
-    for w in out.values():
-        w.compile_and_load()
-    return out
+    return loaded(src)
 
 
 def _agree(wrappers, entry, *args):
-    want_exc = want = None
-    try:
-        want = wrappers["python"].invoke(entry, *args)
-    except (ShapeError, ValueError) as exc:      # ValueError: min() of an empty sequence
-        want_exc = exc
-    for b in COMPILED:
-        if want_exc is not None:
-            with pytest.raises(type(want_exc)):
-                wrappers[b].invoke(entry, *args)
-        else:
-            assert_close(wrappers[b].invoke(entry, *args), want)
+    agree(wrappers, entry, *args, errors=(ShapeError, ValueError))
 
 
 def _arrays(n: int, dtype, seed: int):

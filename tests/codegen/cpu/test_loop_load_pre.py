@@ -7,47 +7,30 @@ Numba compile in this process sees them); the switch is part of the cache
 key; results equal Python mode at sizes around every vector width."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import llvmlite.binding as llvm
 import numpy as np
 import pytest
 
+from backend_pair import host_kernels, source_file
+from cpu_harness import functions_ir
 from pyshark import Wrapper
-from pyshark.codegen import stages
 from pyshark.codegen.cpu import link
 from pyshark.codegen.cpu.emit import emit_module
-from pyshark.wrapper.backend import translate_and_check
 
-SRC = '''
-import pyshark.prelude as ps
-
-Grid3 = ps.Array[ps.Array[ps.Array[ps.f32]]]
-
-
-@ps.entry
-def heat3d(u: Grid3, steps: int) -> Grid3:
-    """Jacobi steps of the 3-D heat equation; the six faces stay fixed
-    (scripts/shapes_probe/programs.py)."""
-    n = len(u)
-    for _ in range(steps):
-        u = [[[u[i][j][k] if i == 0 or j == 0 or k == 0 or i == n - 1 or j == n - 1 or k == n - 1
-               else u[i][j][k] + 0.1 * (u[i - 1][j][k] + u[i + 1][j][k] + u[i][j - 1][k]
-                                        + u[i][j + 1][k] + u[i][j][k - 1] + u[i][j][k + 1]
-                                        - 6.0 * u[i][j][k])
-               for k in range(n)] for j in range(n)] for i in range(n)]
-    return ps.array(u)
-'''
+#: scripts/shapes_probe/programs.py, whose heat3d is the stencil
+SRC = (Path(__file__).resolve().parents[3] / "scripts" / "shapes_probe" / "programs.py").read_text()
 
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    p = tmp_path_factory.mktemp("lpre") / "lpre_mod.py"
-    p.write_text(SRC)
-    return p
+    return source_file(tmp_path_factory, "lpre_mod", SRC)
 
 
 def _optimised(src) -> str:
-    program = translate_and_check(src)
-    return link.optimised_ir(emit_module(stages.build_kernels(program, target=link.host_target())))
+    """The optimised LLVM IR of heat3d's functions (the entry, its ParFor bodies)."""
+    return functions_ir(link.optimised_ir(emit_module(host_kernels(src))), "pyshark_heat3d")
 
 
 def test_the_stencil_row_keeps_its_loads_and_gets_a_vector_epilogue(src, monkeypatch):
