@@ -8,7 +8,9 @@ ParFor runs its iterations (kir.py promises none).
   below Options.par_min values: one loop in input order (a later index
   overwrites an earlier one).
 - CPU, parallel (`partitioned`): the slots, not the input, are split.
-  ParFor over T = NumThreads contiguous slot ranges [lo, hi); iteration c
+  ParFor over T = NumThreads contiguous slot ranges [lo, hi), bounded by
+  splitters sampled from the indices so that each holds about an equal
+  share of the writes (`_slot_bounds`); iteration c
   scans ALL of idxs in order and writes vals[j] where lo <= idxs[j] < hi.
   Every slot has one writer that sees its indices in input order, so the
   last one wins, with no atomics and no extra memory (Futhark's multicore
@@ -40,22 +42,26 @@ Vector code: LLVM vectorizes these loops with a vector scatter (AVX-512's
 the H100 machine's Intel host) but not where they are dense on a CPU whose
 scatter is microcoded (AMD Zen 5: 2x slower than scalar stores). On a
 `target.slow_scatter` target the sequential loop is a kir.For with
-`simd=False`, and it also runs instead of the split on up to DENSE_THREADS
-threads: there the split's vector scan (2^20 values, 2 threads: 1.5-1.6
-ms) lost to one scalar loop (0.86-0.91 ms), and its scalar scan, whose
-`mine` test goes either way at random for a permutation, lost more (4.0
-ms) (docs/cpu-backend.md, "Scatter").
+`simd=False`. There the split's scan stores every value without a branch
+(`_branchless`: into its slot, or into a sink of the thread's own), and
+runs from 2 threads on: 2^20 values of a permutation 0.70-0.74 of Numba's
+loop, where one scalar loop was 1.08-1.15. Where a value is computed (a
+delayed map) the scan keeps its branch, and one scalar loop runs instead
+up to DENSE_THREADS threads: the vector scan (1.5-1.6 ms for 2^20 values
+on 2 threads) lost to it (0.86-0.91 ms), and a scalar scan with a branch,
+whose `mine` test goes either way at random, lost more (4.0 ms)
+(docs/cpu-backend.md, "Scatter").
 """
 from __future__ import annotations
 
 from pyshark.core import ir
 from pyshark.core.traverse import uses
-from pyshark.core.types import I32, I64
+from pyshark.core.types import I32, I64, U64
 
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, Delayed, Lowerer
-from .common import ZERO, check_width, chunk_bounds, elements, trial
+from .common import ONE, ZERO, check_width, elements, trial
 
 I32_MAX = (1 << 31) - 1
 
@@ -141,14 +147,24 @@ def lower_scatter(lw: Lowerer, e: ir.Scatter, env, stm):
         partitioned(lw, n, idxs, vals, dests, m)
     small = S.b("lt", n, S.const(lw.options.par_min, I64))
     if lw.options.target.slow_scatter:
-        small = S.lor(small, S.b("le", K.NumThreads(), S.const(DENSE_THREADS, I64)))
+        most = 1 if _branchless(lw, vals, dests) else DENSE_THREADS
+        small = S.lor(small, S.b("le", K.NumThreads(), S.const(most, I64)))
     lw.emit(K.If(small, seq[0], par[0]))
     return dests
 
 
 #: slow_scatter targets: up to this many threads one scalar loop beats the
-#: split (module docstring)
+#: split's scan with a branch (module docstring); its branchless scan
+#: (_branchless) pays from 2 threads on
 DENSE_THREADS = 2
+
+
+def _branchless(lw: Lowerer, vals, dests) -> bool:
+    """Whether the split's scan stores every value, into its slot or into a
+    sink of its own (slow_scatter targets): scalar elements, from values
+    already in memory (a delayed value would be computed by every thread)."""
+    return (lw.options.target.slow_scatter and all(len(d.shape) == 1 for d in dests)
+            and all(isinstance(v, Arr) for v in vals))
 
 
 def _sequential(lw: Lowerer, n, idxs, vals, dests, m) -> None:
@@ -165,31 +181,103 @@ def _sequential(lw: Lowerer, n, idxs, vals, dests, m) -> None:
 
 def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
     """The CPU's parallel scatter: slot ranges, each scanned in input order
-    (module docstring). Delayed indices are computed into memory first (each
-    range reads all of them); delayed values too when their code can fail
-    (Python mode computes every value), else each is computed only where its
-    index lands in the range being written, so once in all."""
+    (module docstring), bounded by sampled splitters (_slot_bounds). Delayed
+    indices are computed into memory first (each range reads all of them);
+    delayed values too when their code can fail (Python mode computes every
+    value), else each is computed only where its index lands in the range
+    being written, so once in all."""
     with lw.temp_scope(free=True):
         if isinstance(idxs, Delayed):
             idxs = lw.materialise(idxs)
         if any(isinstance(v, Delayed) for v in vals) and _can_fail(lw, vals):
             vals = [lw.materialise(v) if isinstance(v, Delayed) else v for v in vals]
         nch = lw.let("nch", K.NumThreads())
+        bounds = _slot_bounds(lw, n, idxs, m, nch)
+        branchless = _branchless(lw, vals, dests)
 
         def part(c):
-            lo, hi = chunk_bounds(lw, c, m, nch)
+            lo = lw.let("lo", K.Load(bounds.data, c))
+            hi = lw.let("hi", K.Load(bounds.data, S.b("add", c, ONE)))
+            with lw.block() as scan, lw.temp_scope(free=True):
+                sinks = [lw.alloc("sink", d.elem, (S.const(SINK, I64),)) for d in dests
+                         ] if branchless else []
 
-            def body(i):
-                j, ok = in_range(lw, elements(lw, [idxs], i)[0], m)
-                mine = lw.let("mine", S.land(ok, S.land(S.b("ge", j, lo), S.b("lt", j, hi))))
-                with lw.block() as store:
-                    for d, v in zip(dests, elements(lw, vals, i)):
-                        store_at(lw, d, j, v)
-                lw.emit(K.If(mine, store[0]))
-            with lw.block() as scan:
-                lw.for_range("i", ZERO, n, body)
+                def body(i):
+                    j, ok = in_range(lw, elements(lw, [idxs], i)[0], m)
+                    if branchless:
+                        # lo <= j < hi in one unsigned compare (0 <= lo, hi <= m)
+                        mine = lw.let("mine", S.b("lt", S.convert(U64, S.b("sub", j, lo)),
+                                                  S.convert(U64, S.b("sub", hi, lo))))
+                        for d, v, sink in zip(dests, elements(lw, vals, i), sinks):
+                            at = S.sel(mine, K.PtrAdd(d.data, j),
+                                       K.PtrAdd(sink.data, S.const(SINK // 2, I64)))
+                            lw.emit(K.Store(at, ZERO, v))
+                        return
+                    mine = lw.let("mine", S.land(ok, S.land(S.b("ge", j, lo), S.b("lt", j, hi))))
+                    with lw.block() as store:
+                        for d, v in zip(dests, elements(lw, vals, i)):
+                            store_at(lw, d, j, v)
+                    lw.emit(K.If(mine, store[0]))
+                lw.for_range("i", ZERO, n, body, simd=not branchless)
             lw.emit(K.If(S.b("lt", lo, hi), scan[0]))
         lw.par_for("c", nch, part)
+
+
+#: the branchless scan's sink: SINK elements per thread and destination, the
+#: one in the middle written, so that no two threads' sinks share a cache line
+SINK = 256
+#: _slot_bounds: indices sampled, and the equal slot ranges they are counted in
+SAMPLES, BUCKETS = 512, 256
+
+
+def _slot_bounds(lw: Lowerer, n, idxs, m, nch) -> Arr:
+    """bounds[0..nch]: slot range c is [bounds[c], bounds[c+1]), each about
+    an equal share of the writes, so that indices crowded into part of the
+    destination (a histogram's hot bins, a quarter of the slots) still keep
+    every thread busy. Sample sort's splitter choice (Frazer & McKellar,
+    JACM 1970; Blelloch et al., SPAA 1991): up to SAMPLES indices at an even
+    stride are counted into BUCKETS equal slot ranges, and range c ends at
+    the end of the bucket where the running count reaches (c+1)/nch of the
+    sampled indices in range; with none in range, equal ranges. Any bounds
+    are correct (each slot still has one writer); only the balance depends
+    on the sample."""
+    nb = S.const(BUCKETS, I64)
+    hist = lw.alloc("smp", I64, (nb,))
+    bounds = lw.alloc("bnd", I64, (lw.let("nb1", S.b("add", nch, ONE)),))
+    lw.for_range("b", ZERO, nb, lambda b: lw.emit(K.Store(hist.data, b, ZERO)))
+    ns = lw.let("ns", S.minimum(n, S.const(SAMPLES, I64)))
+    step = lw.let("step", S.b("div", n, S.maximum(ns, ONE)))
+
+    def sample(s):
+        j, ok = in_range(lw, elements(lw, [idxs], S.b("mul", s, step))[0], m)
+        with lw.block() as count:
+            b = lw.let("bk", S.b("div", S.b("mul", j, nb), m))
+            lw.emit(K.Store(hist.data, b, S.b("add", K.Load(hist.data, b), ONE)))
+        lw.emit(K.If(ok, count[0]))
+    lw.for_range("s", ZERO, ns, sample)
+    run = lw.var("run", I64)
+    lw.emit(K.Set(run, ZERO))
+
+    def running(b):
+        lw.emit(K.Set(run, S.b("add", run, K.Load(hist.data, b))))
+        lw.emit(K.Store(hist.data, b, run))
+    lw.for_range("b", ZERO, nb, running)
+    total = lw.let("total", run)
+
+    def bound(c):
+        # the bucket where the running count first reaches c/nch of the total
+        k = lw.var("k", I64)
+        lw.emit(K.Set(k, ZERO))
+        want = lw.let("want", S.b("mul", c, total))
+        lw.for_range("b", ZERO, nb, lambda b: lw.emit(K.Set(k, S.b("add", k, K.Cast(
+            I64, S.b("lt", S.b("mul", K.Load(hist.data, b), nch), want))))))
+        sampled = S.minimum(m, S.b("div", S.b("mul", S.b("add", k, ONE), m), nb))
+        equal = S.b("div", S.b("mul", c, m), nch)
+        lw.emit(K.Store(bounds.data, c, S.sel(S.b("gt", total, ZERO), sampled, equal)))
+    lw.for_range("c", ONE, nch, bound)
+    lw.emit(K.Store(bounds.data, ZERO, ZERO))
+    lw.emit(K.Store(bounds.data, nch, m))
+    return bounds
 
 
 def _can_fail(lw: Lowerer, vals) -> bool:

@@ -2,7 +2,7 @@
 Zen): kir.For's `simd` hint and its LLVM spelling (loop metadata that keeps
 the vectorizer off), the lowering's choice (mc/scatter.py: the sequential
 loop scalar, and run instead of the slot split up to DENSE_THREADS
-threads), the host switch and its cache key, and results equal to Python
+threads, or 1 where the split's scan is branchless), the host switch and its cache key, and results equal to Python
 mode either way, at the edges (empty, one, duplicates, out-of-range and
 negative indices, sizes around par_min, 1-3 threads)."""
 from __future__ import annotations
@@ -57,12 +57,16 @@ def test_the_lowering_keeps_dense_scatters_scalar_on_a_slow_scatter_target(src):
     slow, fast = _kernels(src, True), _kernels(src, False)
     assert all(f.simd for f in _fors(fast))
     scalar = [f for f in _fors(slow) if not f.simd]
-    # one sequential loop per entry, nothing else
-    assert len(scalar) == 2
+    # one sequential loop per entry, and the branchless scan of the split
+    # where the values are in memory (scatter_i64; scatter_f32's are a map)
+    assert len(scalar) == 3
     text = K.pretty_module(slow)
     assert " scalar {" in text
+    assert "(num_threads() <= 1i64)" in text          # scatter_i64: split from 2 threads on
     assert f"(num_threads() <= {mc_scatter.DENSE_THREADS}i64)" in text
+    assert text.count("? (dst_") == 1                  # the branchless store, once
     assert "num_threads() <=" not in K.pretty_module(fast)
+    assert "? (dst_" not in K.pretty_module(fast)
 
 
 def test_the_hint_is_spelled_as_loop_metadata(tmp_path):
