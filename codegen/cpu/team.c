@@ -32,7 +32,8 @@
    Every wait spins for a time (PYSHARK_SPIN_US microseconds, default
    SPIN_US_DEFAULT; a clock, not a count of pauses), then yields the CPU
    until PYSHARK_YIELD_US (default YIELD_US_DEFAULT) have passed, and then
-   sleeps on a futex; a wake is a system call only when someone sleeps.
+   sleeps on a futex; a wake is a system call only when someone sleeps. A
+   worker that finds itself on its caller's CPU moves off it (move_off).
    This is the shape of TBB's and libomp's hybrid waits (spin, yield,
    block); the gate replaces the join barrier the way a completion counter
    does in work-stealing runtimes.
@@ -99,6 +100,7 @@ struct team {
     _Alignas(LINE) _Atomic uint64_t gate;    /* region << 32 | OPEN | workers inside */
     _Alignas(LINE) _Atomic uint32_t left;    /* bumped by the last worker out of a closed gate */
     _Atomic int32_t caller_sleeps;           /* the caller is asleep on `left` */
+    _Atomic int32_t caller_cpu;              /* where the caller opened the region (-1: unknown) */
 };
 
 struct worker_start {
@@ -199,6 +201,37 @@ static int wait_a_while(const struct awaited *w)
     }
 }
 
+/* Moves this worker off `cpu` when it runs there: the CPU its region's
+   caller runs on. A worker woken from its futex is placed by the kernel,
+   and for some milliseconds after other threads were busy (NumPy's
+   OpenBLAS workers spinning after a call) Linux's wake-up placement stopped
+   looking for an idle CPU (its idle search is cut short while the cache
+   domain's recent utilisation is high) and queued the worker on the
+   caller's CPU: the caller then ran every block itself, and the region took
+   its one-thread time until the load balancer moved a thread on a later
+   tick (2-core Zen 5 VM: backprop at 2^16 inputs 0.34-0.43 ms a call for 6
+   to 24 calls after a NumPy call, 0.19-0.21 ms otherwise; Numba's libgomp
+   workers were not held up). Excluding the CPU from this thread's
+   affinity makes the kernel migrate it at once; the allowed set is then
+   restored, which moves nothing. Only this library's own workers are
+   moved, never the caller. */
+static void move_off(int cpu)
+{
+    cpu_set_t mine, other;
+    if (cpu < 0 || cpu >= CPU_SETSIZE || sched_getcpu() != cpu)
+        return;
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0 || !CPU_ISSET(cpu, &mine)
+        || CPU_COUNT(&mine) < 2)
+        return;
+    other = mine;
+    CPU_CLR(cpu, &other);
+    if (sched_setaffinity(0, sizeof other, &other) == 0)
+        sched_setaffinity(0, sizeof mine, &mine);
+}
+
+/* move_off for the tests (tests/codegen/cpu/test_team.py) */
+EXPORT void pysharkrt_move_off(int cpu) { move_off(cpu); }
+
 static void run_alone(region_fn fn, void *data)
 {
     int num = my_num, inside = in_region;
@@ -238,8 +271,10 @@ static void *worker(void *arg)
         }
         if (!entered)
             continue;                   /* closed already: the caller ran its blocks */
-        if (my_num < t->nthreads)
+        if (my_num < t->nthreads) {
+            move_off(atomic_load_explicit(&t->caller_cpu, memory_order_relaxed));
             t->fn(t->data);
+        }
         uint64_t before = atomic_fetch_sub(&t->gate, 1);
         if ((before & INSIDE) == 1 && !(before & OPEN) && atomic_load(&t->caller_sleeps)) {
             atomic_fetch_add(&t->left, 1);
@@ -332,6 +367,7 @@ EXPORT void pysharkrt_parallel(region_fn fn, void *data, unsigned nthreads, unsi
     t->fn = fn;
     t->data = data;
     t->nthreads = (int)nthreads;
+    atomic_store_explicit(&t->caller_cpu, sched_getcpu(), memory_order_relaxed);
     atomic_store_explicit(&t->gate, ((uint64_t)s << 32) | OPEN, memory_order_release);
     atomic_store(&t->seq, s);
     if (atomic_load(&t->sleepers) > 0)

@@ -195,3 +195,35 @@ def test_a_bad_choice_is_a_clear_error(tmp_path):
     assert r.returncode != 0
     assert "PYSHARK_THREADS='tbb'" in r.stderr and "team, gomp" in r.stderr
     assert "Segmentation" not in r.stderr
+
+
+
+_MOVE_OFF = r'''
+import ctypes, os
+from pyshark.codegen.cpu import team
+lib = team.ensure_runtime()
+libc = ctypes.CDLL(None)
+a, b = sorted(os.sched_getaffinity(0))[:2]
+os.sched_setaffinity(0, {a})            # this thread on a
+assert libc.sched_getcpu() == a
+os.sched_setaffinity(0, {a, b})         # allowed both, still on a
+lib.pysharkrt_move_off(b)               # not on b: nothing to do
+print(libc.sched_getcpu() == a, end=" ")
+lib.pysharkrt_move_off(a)
+print(libc.sched_getcpu() == b, sorted(os.sched_getaffinity(0)) == [a, b])
+'''
+
+
+def test_a_worker_moves_off_its_callers_cpu():
+    """team.c's move_off, which a worker calls before it runs a region: a
+    thread on the given CPU leaves it for another it may run on, and may
+    run anywhere it could before; elsewhere it stays (a thread of a fresh
+    process stands in for the worker)."""
+    if team.kind() != "team":
+        pytest.skip("the libgomp variant")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("one CPU allowed")
+    r = subprocess.run([sys.executable, "-c", _MOVE_OFF], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, PYSHARK_THREADS="team"))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["True", "True", "True"]
