@@ -347,10 +347,17 @@ class Free:
 
 @dataclass(frozen=True)
 class CopyMem:
-    """dst[0:count] = src[0:count] (element type of dst; no overlap)."""
+    """dst[0:count] = src[0:count] (element type of dst; no overlap).
+    `nontemporal`, as Store's: nothing reads dst[0:count] again soon, so a
+    backend may write its whole cache lines past the caches; the copy is
+    visible after its ParFor like any store. Only inside a ParFor body, with
+    dst global memory that nothing in the function reads (the checker
+    enforces the first; mc/segmap.py's streamed tiles set it; OpenCL C and
+    the kir interpreter ignore it)."""
     dst: Expr
     src: Expr
     count: Expr
+    nontemporal: bool = False
 
 
 @dataclass(frozen=True)

@@ -151,6 +151,8 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
     elif isinstance(s, K.CopyMem):
         if K.type_of(s.dst) != K.type_of(s.src) or not isinstance(K.type_of(s.dst), K.Ptr):
             raise KirError("copy between different pointer types")
+        if not isinstance(s.nontemporal, bool):
+            raise KirError(f"copy nontemporal flag {s.nontemporal!r} is not a bool")
     elif isinstance(s, K.Free):
         if not isinstance(K.type_of(s.ptr), K.Ptr):
             raise KirError("free of a non-pointer")
@@ -207,7 +209,8 @@ def _check_group_ops_placement(b: K.Block) -> None:
 
 def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None,
                                  facts: tuple = (frozenset(), frozenset())) -> None:
-    """Nontemporal stores only as `p[i] = v` at the top level of a ParFor
+    """Nontemporal copies only inside a ParFor body (at any depth), into
+    global memory; nontemporal stores only as `p[i] = v` at the top level of a ParFor
     body, p a pointer variable to global memory that the body does not
     declare or otherwise mention, and i the ParFor's counter (kir.Store).
     `facts` (the ids of the enclosing ParFor body's statements and the names
@@ -215,6 +218,10 @@ def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None,
     nested block made this check quadratic in the body's size."""
     top, declared = facts
     for s in b.stms:
+        if isinstance(s, K.CopyMem) and s.nontemporal and (
+                par is None or K.type_of(s.dst).space != "global"):
+            raise KirError(f"a nontemporal copy outside a ParFor body or into local "
+                           f"memory: {s!r}")
         if isinstance(s, K.Store) and s.nontemporal:
             ok = (id(s) in top and isinstance(s.ptr, K.KVar) and s.ptr.name not in declared
                   and K.type_of(s.ptr).space == "global" and s.index == par.var)

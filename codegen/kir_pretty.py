@@ -49,7 +49,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
         elif isinstance(s, K.Free):
             out.append(f"{ind}free({pretty_expr(s.ptr)})")
         elif isinstance(s, K.CopyMem):
-            out.append(f"{ind}copy({pretty_expr(s.dst)}, {pretty_expr(s.src)}, {pretty_expr(s.count)})")
+            nt = "  # nontemporal" if s.nontemporal else ""
+            out.append(f"{ind}copy({pretty_expr(s.dst)}, {pretty_expr(s.src)}, {pretty_expr(s.count)}){nt}")
         elif isinstance(s, K.If):
             out.append(f"{ind}if {pretty_expr(s.cond)} {{")
             _lines(s.then, ind + "  ", out, messages)

@@ -94,6 +94,7 @@ from .llvm_types import (F32 as _F32, F64 as _F64, I1 as _I1, I8 as _I8, I32 as 
                          I64 as _I64, PTR as _PTR, VOID as _VOID, alloca as _alloca)
 from .emit_alloc import MIN_ALLOC_ELEMS as _MIN_ALLOC_ELEMS, block_allocator
 from .emit_ssa import ssa_vars
+from .emit_stream import stream_copy
 from .emit_unwind import INTERRUPT_MESSAGE, Runtime, Unwinder, host_poll_stride, poll, strips
 
 ALLOC_FAIL_MESSAGE = K.ALLOC_FAIL_MESSAGE
@@ -438,8 +439,11 @@ class FnEmitter:
             size = elem_size(K.type_of(s.dst).elem)
             n = self.expr(s.count)
             n = b.select(b.icmp_signed(">", n, _I64(0)), n, _I64(0))
-            nbytes = b.mul(n, _I64(size))
             dst, src = self.expr(s.dst), self.expr(s.src)
+            if s.nontemporal:
+                stream_copy(self, dst, src, n, mem_type(K.type_of(s.dst).elem), size)
+                return
+            nbytes = b.mul(n, _I64(size))
             memcpy = self.decls.get("llvm.memcpy.p0.p0.i64", _VOID, [_PTR, _PTR, _I64, _I1])
             b.call(memcpy, [dst, src, nbytes, _I1(0)])
         elif isinstance(s, K.If):

@@ -73,14 +73,14 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from .. import kir as K
-from ..kir_traverse import has_loop
+from ..kir_traverse import has_loop, walk_stms
 from .emit_llvm import FnEmitter
 from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
                          elem_size, mem_type, reg_type, streaming_fence)
 from .emit_ssa import ssa_vars
+from .emit_stream import LINE as _LINE, counted_loop
 from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
-_LINE = 64                  # bytes of a cache line: the streaming alignment
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
 _BLOCKS_PER_THREAD = 8      # dynamic scheduling: blocks a thread claims, on average
 _MIN_BLOCK = 4096           # ... but at least this many iterations of a loop-free body
@@ -93,6 +93,14 @@ def nontemporal_stores(body: K.Block) -> list:
     """The nontemporal stores of a ParFor body (the checker allows them only
     at its top level, as `p[i] = v` through a captured pointer p)."""
     return [s for s in body.stms if isinstance(s, K.Store) and s.nontemporal]
+
+
+def streams(body: K.Block) -> bool:
+    """Whether a ParFor body writes past the caches: nontemporal stores, or
+    nontemporal copies at any depth (emit_stream.py); its body function
+    then ends with an sfence, also on a failing chunk's early return."""
+    return bool(nontemporal_stores(body)) or any(
+        isinstance(s, K.CopyMem) and s.nontemporal for s in walk_stms(body))
 
 
 def _streaming_loop(bem: FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
@@ -126,7 +134,7 @@ def _streaming_loop(bem: FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
             _flush(bem, tmp, elem[n], _LINE // sizes[n], bem.values[n], base,
                    b.sub(start, base), b.sub(end, base), aligned)
         return end
-    _loop(b, bem.fn, lo, hi, blocks)
+    counted_loop(b, bem.fn, lo, hi, blocks)
     streaming_fence(bem)
 
 
@@ -152,26 +160,9 @@ def _flush(bem: FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
         st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=_LINE)
         st.set_metadata("nontemporal", bem.mod.nontemporal_md())
         return b.add(k, I64(line))
-    _loop(b, bem.fn, s, ls, one)
-    _loop(b, bem.fn, ls, le, whole_line)
-    _loop(b, bem.fn, le, e, one)
-
-
-def _loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn):
-    """for (k = lo; k < hi; k = step_fn(k)), step_fn emitting the body."""
-    pre = b.block
-    head, body, done = (fn.append_basic_block("nt.cond"), fn.append_basic_block("nt.body"),
-                        fn.append_basic_block("nt.end"))
-    b.branch(head)
-    b.position_at_end(head)
-    k = b.phi(I64)
-    k.add_incoming(lo, pre)
-    b.cbranch(b.icmp_signed("<", k, hi), body, done)
-    b.position_at_end(body)
-    nxt = step_fn(k)
-    k.add_incoming(nxt, b.block)
-    b.branch(head)
-    b.position_at_end(done)
+    counted_loop(b, bem.fn, s, ls, one)
+    counted_loop(b, bem.fn, ls, le, whole_line)
+    counted_loop(b, bem.fn, le, e, one)
 
 
 def _alignment(s: K.ParFor) -> int:
@@ -342,7 +333,7 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
     bem = FnEmitter(mod, bfn, bfn.args[0], in_par=True, prefix=stem)
     bem.ssa = ssa_vars(s.body, tuple(v.name for v in caps) + (s.var.name,))
     bem.unwind = Unwinder(bem, s.body, entry=False)
-    bem.unwind.fence = bool(nontemporal_stores(s.body))
+    bem.unwind.fence = streams(s.body)
     loops = has_loop(s.body)
     for v, a in zip(caps, bfn.args[1:-2]):
         a.name = v.name
@@ -355,6 +346,8 @@ def spell_parfor(mod, host: FnEmitter, s: K.ParFor):
         _streaming_loop(bem, s, lo, hi)
     else:
         bem.for_loop(s.var, lo, hi, s.body, BODY_POLL_STRIDE if loops else 0)
+        if streams(s.body) and not bem.b.block.is_terminated:
+            streaming_fence(bem)
     bem.finish(None)
     bem.unwind.finish()
 

@@ -18,7 +18,8 @@ nest wrote its five unzipped rows into five temporaries and copied each:
 11% of its instructions were those copies, besides the extra stores.
 
 When it applies: in one block, `Alloc(t, c)`, later `CopyMem(dst, t, n)`
-followed at once by `Free(t)`; in between t is only the pointer of Stores
+(an ordinary one: a nontemporal copy streams a tile past the caches on
+purpose, mc/stream_tile.py) followed at once by `Free(t)`; in between t is only the pointer of Stores
 (never loaded, never copied from, never a value or part of another
 pointer, never assigned), and t is mentioned nowhere else in the function;
 `dst` and `n` read only variables that nothing between the Alloc and the
@@ -118,7 +119,8 @@ def _row_tail(s: K.Stm, t: str, pending: set) -> bool:
             and not s.orelse.stms and len(s.then.stms) == 2):
         return False
     cp, fr = s.then.stms
-    return (isinstance(cp, K.CopyMem) and cp.src.__class__ is K.KVar and cp.src.name in pending
+    return (isinstance(cp, K.CopyMem) and not cp.nontemporal and cp.src.__class__ is K.KVar
+            and cp.src.name in pending
             and _written_into(cp.dst, t) and t not in K.expr_vars(cp.count)
             and isinstance(fr, K.Free) and fr.ptr.__class__ is K.KVar
             and fr.ptr.name == cp.src.name)
@@ -270,7 +272,7 @@ class _Pass:
         t = a.var.name
         q = next((j for j in range(p + 1, len(stms))
                   if isinstance(stms[j], K.CopyMem) and stms[j].src.__class__ is K.KVar
-                  and stms[j].src.name == t), None)
+                  and stms[j].src.name == t and not stms[j].nontemporal), None)
         if q is None or q + 1 >= len(stms):
             return None
         cp, fr = stms[q], stms[q + 1]

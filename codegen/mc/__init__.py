@@ -2,7 +2,8 @@
 ImpGen/Multicore layout): segmap (map), segred (reduce), segscan (scan),
 seghist (reduce_by_index), filter and scatter; colred, the map of column
 reductions that reads a transpose in place (the host-level rule of the
-multicore target). Each lowers one core SOAC to
+multicore target); tile (register tiling) and stream_tile (tiles written
+out past the caches), which segmap's tiled nests use. Each lowers one core SOAC to
 kernel IR with ParFor at host level and sequential loops inside a ParFor.
 """
 from __future__ import annotations

@@ -23,10 +23,12 @@ from pyshark.core.types import I64, ScalarType
 from .. import kir as K
 from .. import scalar as S
 from ..lower_base import Arr, ColumnsOf, Delayed, DelayedGroup, Lowerer
+from ..kir_passes.streaming import STREAM_MIN_BYTES
 from ..lower_arrays import can_delay, tile_bounds, tile_count
 from ..usage import free_vars
 from .common import ONE, ZERO, all_scalar, check_width, elements, empty_dims, row_dims
 from .colred import lower_columns
+from .stream_tile import elements_memory_bound, result_unread, stream_tile
 from .tile import register_tiled
 
 
@@ -208,13 +210,11 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
     def store(i, j, x):
         lw.emit(K.Store(out.data, S.b("add", S.b("mul", i, nj), j), x))
 
-    def element(renv, cols, i, j):
-        res = lw.apply(inner.lam.params, inner.lam.body, renv, elements(lw, cols, j),
-                       new_frame=True)
-        store(i, j, res[0][0])
-
-    def tile(t):
-        i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, tj)
+    def rows(i0, i1, j0, j1, store):
+        def element(renv, cols, i, j):
+            res = lw.apply(inner.lam.params, inner.lam.body, renv, elements(lw, cols, j),
+                           new_frame=True)
+            store(i, j, res[0][0])
         if register_tiled(lw, inner, i0, i1, j0, j1, open_row, element, store):
             return
 
@@ -222,9 +222,27 @@ def _tiled_nest(lw: Lowerer, e: ir.Map, env, n, arrs, nest, stm):
             with open_row(i) as (renv, cols):
                 lw.for_range("j", j0, j1, lambda j: element(renv, cols, i, j), max_trip=tj)
         lw.for_range("i", i0, i1, row)
+
+    def tile(t):
+        rows(*tile_bounds(lw, t, n, nj, TILE_I, tj), store)
+
+    def streamed_tile(t):
+        i0, i1, j0, j1 = tile_bounds(lw, t, n, nj, TILE_I, tj)
+        with lw.temp_scope(free=True):     # j0 = 0, j1 = nj (nj <= tj)
+            buf = lw.alloc("tile", out.elem, (S.const(TILE_I * tj, I64),))
+            rows(i0, i1, j0, j1, lambda i, j, x: lw.emit(K.Store(
+                buf.data, S.b("add", S.b("mul", S.b("sub", i, i0), nj), j), x)))
+            stream_tile(lw, out, buf, nj, i0, i1)
+    count = tile_count(lw, n, nj, TILE_I, tj)
+    space = lw.let("space", S.b("mul", n, nj))
     with lw.block() as tiles:
-        lw.par_for("t", tile_count(lw, n, nj, TILE_I, tj), tile,
-                   space=lw.let("space", S.b("mul", n, nj)))
+        lw.par_for("t", count, tile, space=space)
+    if tj == TILE_J_FLAT and result_unread(lw, stm) and elements_memory_bound(tiles[0]):
+        with lw.block() as streamed:
+            lw.par_for("t", count, streamed_tile, space=space)
+        big = S.land(S.b("ge", space, S.const(-(-STREAM_MIN_BYTES // out.elem.bytes), I64)),
+                     S.b("le", nj, S.const(tj, I64)))
+        tiles = [K.Block((K.If(big, streamed[0], tiles[0]),))]
     # With rows of width 0 there are no tiles, but Python mode still runs the
     # outer function's statements for every row (the check that zipped rows
     # have one length, say): when they can fail, such a nest runs them alone.
