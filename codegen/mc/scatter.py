@@ -118,10 +118,15 @@ def dest_setup(lw: Lowerer, e, env, stm, what: str):
     return n, idxs, vals, dests, m
 
 
+def as_index(lw: Lowerer, idx: K.Expr) -> K.Expr:
+    """An index of any integer type as i64 (a u64 past 2**63 turns negative)."""
+    return lw.let("j", S.convert(I64, idx))
+
+
 def in_range(lw: Lowerer, idx: K.Expr, m: K.Expr):
     """(index as i64, 0 <= index < m) for an index of any integer type."""
     t = K.type_of(idx)
-    j = lw.let("j", S.convert(I64, idx))
+    j = as_index(lw, idx)
     ok = S.land(S.b("ge", j, ZERO), S.b("lt", j, m))
     if t.is_unsigned and t.bits == 64:
         ok = S.land(ok, S.b("lt", idx, S.const(1 << 63, t)))
@@ -203,9 +208,10 @@ def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
                          ] if branchless else []
 
                 def body(i):
-                    j, ok = in_range(lw, elements(lw, [idxs], i)[0], m)
                     if branchless:
-                        # lo <= j < hi in one unsigned compare (0 <= lo, hi <= m)
+                        # lo <= j < hi in one unsigned compare (0 <= lo, hi <= m; an
+                        # index negative or past 2**63 is past hi - lo as u64)
+                        j = as_index(lw, elements(lw, [idxs], i)[0])
                         mine = lw.let("mine", S.b("lt", S.convert(U64, S.b("sub", j, lo)),
                                                   S.convert(U64, S.b("sub", hi, lo))))
                         for d, v, sink in zip(dests, elements(lw, vals, i), sinks):
@@ -213,6 +219,7 @@ def partitioned(lw: Lowerer, n, idxs, vals, dests, m) -> None:
                                        K.PtrAdd(sink.data, S.const(SINK // 2, I64)))
                             lw.emit(K.Store(at, ZERO, v))
                         return
+                    j, ok = in_range(lw, elements(lw, [idxs], i)[0], m)
                     mine = lw.let("mine", S.land(ok, S.land(S.b("ge", j, lo), S.b("lt", j, hi))))
                     with lw.block() as store:
                         for d, v in zip(dests, elements(lw, vals, i)):
