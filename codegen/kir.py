@@ -25,7 +25,8 @@ Python's operators (floor division, NaN-propagating min, numpy's float ->
 int conversion, ...) are built from these by codegen/scalar.py, once, for
 every backend; the emitters are spelling tables over the primitives.
 
-Statements: Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor.
+Statements: Set, Store, Alloc, Free, CopyMem, Prefetch (a cache hint), If, For,
+While, Fail, ParFor.
 
 `ParFor(i, n, body)` runs body for i in 0..n-1 where iterations are
 independent (and, the noalias contract, memory written through one captured
@@ -361,6 +362,19 @@ class CopyMem:
 
 
 @dataclass(frozen=True)
+class Prefetch:
+    """A hint: ptr[index] is about to be read once, by a loop streaming
+    through it, so a backend may fetch its line ahead of the loop without
+    keeping it in the outer caches (x86 `prefetchnta`, which on AMD Zen
+    does not make the line an L3 victim, so a stream does not evict what
+    the loop keeps there: mc/scatter.py's split scan). Any index is
+    allowed, past the block's end included: it never faults, never fails
+    and changes no result. OpenCL C and the kir interpreter ignore it."""
+    ptr: Expr
+    index: Expr
+
+
+@dataclass(frozen=True)
 class Block:
     stms: tuple["Stm", ...]
 
@@ -487,7 +501,7 @@ class AtomicLoad:
     index: Expr
 
 
-Stm = Union[Set, Store, Alloc, Free, CopyMem, If, For, While, Fail, ParFor, Barrier,
+Stm = Union[Set, Store, Alloc, Free, CopyMem, Prefetch, If, For, While, Fail, ParFor, Barrier,
             LocalAlloc, AtomicUpdate, AtomicLoad]
 
 ERROR_CODES = {name: code for name, (code, _) in RUNTIME_ERRORS.items()}
@@ -580,7 +594,7 @@ def __getattr__(name: str):
 __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
-    "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
+    "Prefetch",    "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
     "AtomicLoad", "atomic_max", "atomic_max_operand", "BIN_CLASSES", "UN_CLASSES",
     "CAST_CLASSES", "BIN_PRIMS", "UN_PRIMS", "CMP_PRIMS", "scalar_class",
     "Stm", "Function", "Module", "ERROR_CODES", "ALLOC_FAIL_MESSAGE",

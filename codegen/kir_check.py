@@ -148,6 +148,9 @@ def _stm(s: K.Stm, scope: dict, in_par: bool, outer: set | None):
             raise KirError(f"unknown error kind {s.kind}")
         if len(s.args) > 4 or any(K.type_of(a) != I64 for a in s.args):
             raise KirError("Fail takes at most four i64 arguments")
+    elif isinstance(s, K.Prefetch):
+        if not isinstance(K.type_of(s.ptr), K.Ptr) or K.type_of(s.index) != I64:
+            raise KirError("prefetch of a non-pointer or at a non-i64 index")
     elif isinstance(s, K.CopyMem):
         if K.type_of(s.dst) != K.type_of(s.src) or not isinstance(K.type_of(s.dst), K.Ptr):
             raise KirError("copy between different pointer types")

@@ -544,8 +544,11 @@ class _Interp:
         if failure is not None:
             raise failure
 
+    def s_prefetch(self, s, env, frozen):
+        pass                            # a hint: any index, no effect
+
     _STM = {K.Set: s_set, K.Store: s_store, K.Alloc: s_alloc, K.Free: s_free,
-            K.CopyMem: s_copy, K.If: s_if, K.For: s_for, K.While: s_while,
+            K.CopyMem: s_copy, K.Prefetch: s_prefetch, K.If: s_if, K.For: s_for, K.While: s_while,
             K.Fail: s_fail, K.ParFor: s_parfor, K.AtomicUpdate: s_atomic}
 
 

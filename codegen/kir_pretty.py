@@ -48,6 +48,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}{s.var.name}: {s.var.type!r} = {what}({pretty_expr(s.count)})")
         elif isinstance(s, K.Free):
             out.append(f"{ind}free({pretty_expr(s.ptr)})")
+        elif isinstance(s, K.Prefetch):
+            out.append(f"{ind}prefetch({pretty_expr(s.ptr)}[{pretty_expr(s.index)}])")
         elif isinstance(s, K.CopyMem):
             nt = "  # nontemporal" if s.nontemporal else ""
             out.append(f"{ind}copy({pretty_expr(s.dst)}, {pretty_expr(s.src)}, {pretty_expr(s.count)}){nt}")

@@ -69,6 +69,7 @@ STM_FIELDS: dict[type, tuple[tuple[str, str], ...]] = {
     K.Alloc: (("var", BINDER), ("count", _E), ("zeroed", _S)),
     K.Free: (("ptr", _E),),
     K.CopyMem: (("dst", _E), ("src", _E), ("count", _E), ("nontemporal", _S)),
+    K.Prefetch: (("ptr", _E), ("index", _E)),
     K.If: (("cond", _E), ("then", BLOCK), ("orelse", BLOCK)),
     K.For: (("var", BINDER), ("lo", _E), ("hi", _E), ("body", BLOCK), ("unroll", _S),
               ("independent", _S), ("simd", _S), ("max_trip", _S)),

@@ -43,7 +43,10 @@ Spellings (one per kernel IR node; nothing here chooses an algorithm):
   test). emit_module appends ALLOC_FAIL_MESSAGE to
   `m.messages` (via `Module.message`) when the module has an Alloc.
   `zeroed=True` then clears it (llvm.memset).
-- Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes.
+- Free: free(). CopyMem: llvm.memcpy of max(count, 0) * size bytes; with
+  `nontemporal`, emit_stream.stream_copy. Prefetch: llvm.prefetch (read,
+  no locality: x86 prefetchnta) of a plain GEP (the index may be past the
+  block).
 - AtomicUpdate: an integer `old + x` is `atomicrmw add`; anything else a
   compare-and-swap loop on the element's bits (monotonic: the ParFor's join
   orders it with what follows) that starts from an atomic load and stores
@@ -435,6 +438,13 @@ class FnEmitter:
             p = self.expr(s.ptr)
             self.unwind.untrack(p)
             b.call(fr, [p])
+        elif isinstance(s, K.Prefetch):
+            # read, no temporal locality (prefetchnta), data cache; a plain
+            # (not inbounds) GEP: the index may be past the block
+            pt = K.type_of(s.ptr)
+            p = b.gep(self.expr(s.ptr), [self.expr(s.index)], source_etype=mem_type(pt.elem))
+            pf = self.decls.get("llvm.prefetch.p0", _VOID, [_PTR, _I32, _I32, _I32])
+            b.call(pf, [p, _I32(0), _I32(0), _I32(1)])
         elif isinstance(s, K.CopyMem):
             size = elem_size(K.type_of(s.dst).elem)
             n = self.expr(s.count)

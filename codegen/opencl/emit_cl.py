@@ -418,6 +418,8 @@ class _KernelEmitter:
             d, src, n = (self.expr(a, ind) for a in (s.dst, s.src, s.count))
             self._note(K.type_of(s.dst))
             out.append(f"{ind}for (long k = 0; k < {n}; k++) {d}[k] = {src}[k];")
+        elif isinstance(s, K.Prefetch):
+            pass                        # a CPU cache hint (kir.Prefetch)
         elif isinstance(s, K.Barrier):
             out.append(f"{ind}barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);")
         elif isinstance(s, K.LocalAlloc):

@@ -215,6 +215,8 @@ class _FnGen:
             self.emit(ind, f"    return rt.fail(6, {self.mod.alloc_msg()}, (int(_n), {size}))")
         elif isinstance(s, K.Free):
             self.emit(ind, f"rt.free({self.expr(s.ptr)})")
+        elif isinstance(s, K.Prefetch):
+            pass                            # a CPU cache hint (kir.Prefetch)
         elif isinstance(s, K.CopyMem):
             self.emit(ind, f"rt.copy({self.expr(s.dst)}, {self.expr(s.src)}, "
                            f"{self.expr(s.count)})")

@@ -179,6 +179,8 @@ class HostFnEmitter(FnEmitter):
             return self.device_alloc(s)
         if isinstance(s, K.Free):
             return self.free(s)
+        if isinstance(s, K.Prefetch):
+            return None                 # a CPU cache hint (kir.Prefetch)
         if isinstance(s, K.CopyMem):
             b = self.b
             n = self.expr(s.count)

@@ -7,7 +7,8 @@ spread (a permutation, a quarter of the slots, one slot, the last slot,
 none in range, negatives, duplicates), the element type (bool, u8, f64
 with NaN, u64 indices past 2**63) and the thread count, on native code and
 on the kernel IR interpreter (every access checked, the sinks freed), and
-that the kernel IR has the shape the lowering promises."""
+that the kernel IR has the shape the lowering promises (the branchless
+scan prefetches its inputs ahead, kir.Prefetch, session 39)."""
 from __future__ import annotations
 
 from dataclasses import replace
@@ -146,7 +147,10 @@ def test_the_kernels_sample_the_bounds_and_store_branchless_where_they_can(src):
         t = text["pyshark_" + name]
         assert t.count("sink_") == 3 * dests, name      # alloc, store, free
         assert "(num_threads() <= 1i64)" in t, name
+        # the indices and every value array streamed ahead, not kept in L3
+        assert t.count("prefetch(") == 2 * dests, name     # per scan: indices, values
+        assert f"+ {mc_scatter.PREFETCH_BYTES // 8}i64)])" in t or name != "put_i64", name
     # a computed value would be computed by every thread: the scan with a branch
     t = text["pyshark_put_doubled"]
-    assert "sink_" not in t
+    assert "sink_" not in t and "prefetch(" not in t
     assert f"(num_threads() <= {mc_scatter.DENSE_THREADS}i64)" in t

@@ -164,6 +164,13 @@ def test_the_default_threshold_is_streamings(src):
     assert f"(space_" in t and f">= {32 << 20 >> 2}i64)" in t
 
 
+def test_the_checker_wants_a_prefetch_of_a_pointer_at_an_i64_index():
+    p = K.KVar("p", K.Ptr(F32))
+    check_function(K.Function("f", (p,), K.Block((K.Prefetch(p, K.KConst(1 << 40, I64)),))))
+    with pytest.raises(KirError, match="prefetch"):
+        check_function(K.Function("g", (p,), K.Block((K.Prefetch(p, K.KConst(1.0, F32)),))))
+
+
 def test_the_checker_keeps_nontemporal_copies_inside_parfors():
     p = K.KVar("p", K.Ptr(F32))
     q = K.KVar("q", K.Ptr(F32))
