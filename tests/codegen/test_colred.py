@@ -13,7 +13,7 @@ import pytest
 
 from backend_pair import python_and
 from pyshark.codegen import kir as K
-from pyshark.codegen.mc.colred import COLUMN_BLOCK, MIN_CHUNK_ROWS, plan
+from pyshark.codegen.mc.colred import COLUMN_BLOCK, MIN_CHUNK_ROWS, ROW_STREAMS, plan
 from pyshark.codegen.pipeline import optimise
 from pyshark.core import ir
 from pyshark.testing import assert_close
@@ -63,6 +63,12 @@ def colmax_twice(a: Matrix) -> tuple[F32s, F32s]:
     return (hi, lo)
 
 @ps.entry
+def last_nonzero(a: Ints) -> ps.Array[ps.i64]:
+    # associative, not commutative: any fold order but the rows' shows
+    return ps.map(lambda c: ps.reduce(lambda x, y: y if y != 0 else x, ps.i64(0), c),
+                  ps.transpose(a))
+
+@ps.entry
 def also_returned(a: Matrix) -> tuple[F32s, Matrix]:
     t = ps.transpose(a)
     return (ps.map(lambda c: ps.sum(c), t), t)
@@ -76,7 +82,7 @@ def _allocs(m: K.Module, name: str) -> set:
 
 def test_column_maps_read_the_matrix_in_place():
     m = lower(SRC)
-    for entry in ("forward", "colsums", "colstats", "colmax_twice"):
+    for entry in ("forward", "colsums", "colstats", "colmax_twice", "last_nonzero"):
         allocs = _allocs(m, entry)
         assert "colpart" in allocs and "tr" not in allocs, (entry, allocs)
     # a transpose that is also returned is copied, and its maps are plain maps
@@ -106,10 +112,13 @@ def wrappers(request, tmp_path_factory):
     return python_and(request.param, SRC, tmp_path_factory, "colred")
 
 
-# rows around the chunking (MIN_CHUNK_ROWS per chunk) x columns around the
-# column blocks (COLUMN_BLOCK)
-SHAPES = [(0, 0), (0, 3), (3, 0), (1, 1), (2, 17), (MIN_CHUNK_ROWS * 2 + 1, 3),
-          (MIN_CHUNK_ROWS * 9 + 5, 16), (300, COLUMN_BLOCK + 1), (1000, 17), (5, 2 * COLUMN_BLOCK)]
+# rows around the chunking (MIN_CHUNK_ROWS per group of ROW_STREAMS chunks
+# folded in lockstep, chunks of unequal lengths, fewer rows than chunks) x
+# columns around the column blocks (COLUMN_BLOCK)
+SHAPES = [(0, 0), (0, 3), (3, 0), (1, 1), (2, 17), (ROW_STREAMS + 1, 2), (ROW_STREAMS * 3 - 1, 5),
+          (MIN_CHUNK_ROWS * 2 + 1, 3), (MIN_CHUNK_ROWS * ROW_STREAMS + 3, 16),
+          (MIN_CHUNK_ROWS * 9 + 5, 16), (300, COLUMN_BLOCK + 1), (1000, 17), (4099, 1),
+          (5, 2 * COLUMN_BLOCK)]
 
 
 @pytest.mark.parametrize("n,m", SHAPES)
@@ -125,6 +134,8 @@ def test_column_reductions_agree_with_python_mode(wrappers, n, m):
     wi = rng.integers(-5, 5, n)
     for g, x in zip(w.colstats(ai, wi), py.colstats(ai, wi)):
         np.testing.assert_array_equal(g, x)
+    sparse = np.where(rng.random((n, m)) < 0.05, ai, 0)
+    np.testing.assert_array_equal(w.last_nonzero(sparse), py.last_nonzero(sparse))
     if n and m:
         a[n // 2, m - 1] = 7.5          # an extreme in the middle of a chunk
     for g, x in zip(w.colmax_twice(a), py.colmax_twice(a)):
