@@ -78,7 +78,7 @@ from .emit_llvm import FnEmitter
 from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
                          elem_size, mem_type, reg_type, streaming_fence)
 from .emit_ssa import ssa_vars
-from .emit_stream import LINE as _LINE, counted_loop
+from .emit_stream import LINE as _LINE, copy_lines, counted_loop
 from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
@@ -148,21 +148,7 @@ def _flush(bem: FnEmitter, tmp, ty, line: int, p, base, s, e, aligned):
     le = b.select(aligned, b.and_(e, I64(-line)), e)
     le = b.select(b.icmp_signed("<", le, ls), ls, le)
     dst = b.gep(p, [base], inbounds=True, source_etype=ty)
-    vty = ir.VectorType(ty, line)
-
-    def one(k):
-        v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=ty)
-        b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty))
-        return b.add(k, I64(1))
-
-    def whole_line(k):
-        v = b.load(b.gep(tmp, [k], inbounds=True, source_etype=ty), typ=vty, align=_LINE)
-        st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=_LINE)
-        st.set_metadata("nontemporal", bem.mod.nontemporal_md())
-        return b.add(k, I64(line))
-    counted_loop(b, bem.fn, s, ls, one)
-    counted_loop(b, bem.fn, ls, le, whole_line)
-    counted_loop(b, bem.fn, le, e, one)
+    copy_lines(bem, dst, tmp, ty, line, _LINE, (s, ls, le, e))
 
 
 def _alignment(s: K.ParFor) -> int:

@@ -51,6 +51,17 @@ def stream_copy(em, dst: ir.Value, src: ir.Value, n: ir.Value, ty: ir.Type, size
     odd = b.icmp_unsigned("!=", b.urem(mis, I64(size)), I64(0))
     head = b.select(odd, n, b.select(b.icmp_signed("<", gap, n), gap, n))
     whole = b.add(head, b.and_(b.sub(n, head), I64(-line)))
+    copy_lines(em, dst, src, ty, line, size, (I64(0), head, whole, n))
+
+
+def copy_lines(em, dst: ir.Value, src: ir.Value, ty: ir.Type, line: int, src_align: int,
+               cuts: tuple) -> None:
+    """dst[k] = src[k] for k in [s, e), cuts = (s, ls, le, e): [ls, le) by
+    whole-line (`line` elements, dst[ls] 64-byte aligned) nontemporal vector
+    stores, loading src with alignment src_align; the rest element by
+    element, ordinary."""
+    b = em.b
+    s, ls, le, e = cuts
     vty = ir.VectorType(ty, line)
 
     def one(k):
@@ -59,10 +70,10 @@ def stream_copy(em, dst: ir.Value, src: ir.Value, n: ir.Value, ty: ir.Type, size
         return b.add(k, I64(1))
 
     def whole_line(k):
-        v = b.load(b.gep(src, [k], inbounds=True, source_etype=ty), typ=vty, align=size)
+        v = b.load(b.gep(src, [k], inbounds=True, source_etype=ty), typ=vty, align=src_align)
         st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=LINE)
         st.set_metadata("nontemporal", em.mod.nontemporal_md())
         return b.add(k, I64(line))
-    counted_loop(b, em.fn, I64(0), head, one)
-    counted_loop(b, em.fn, head, whole, whole_line)
-    counted_loop(b, em.fn, whole, n, one)
+    counted_loop(b, em.fn, s, ls, one)
+    counted_loop(b, em.fn, ls, le, whole_line)
+    counted_loop(b, em.fn, le, e, one)
