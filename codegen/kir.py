@@ -594,8 +594,8 @@ def __getattr__(name: str):
 __all__ = [
     "Ptr", "KType", "KVar", "KConst", "Bin", "Un", "Cast", "Sel", "Load", "PtrAdd",
     "NumThreads", "LocalId", "GroupId", "Expr", "Set", "Store", "Alloc", "Free", "CopyMem",
-    "Prefetch",    "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc", "AtomicUpdate",
-    "AtomicLoad", "atomic_max", "atomic_max_operand", "BIN_CLASSES", "UN_CLASSES",
+    "Prefetch", "Block", "If", "For", "While", "Fail", "ParFor", "Barrier", "LocalAlloc",
+    "AtomicUpdate", "AtomicLoad", "atomic_max", "atomic_max_operand", "BIN_CLASSES", "UN_CLASSES",
     "CAST_CLASSES", "BIN_PRIMS", "UN_PRIMS", "CMP_PRIMS", "scalar_class",
     "Stm", "Function", "Module", "ERROR_CODES", "ALLOC_FAIL_MESSAGE",
     "type_of", "children", "expr_vars", "stm_exprs", "sub_blocks", "declared_vars",

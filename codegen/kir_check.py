@@ -213,8 +213,8 @@ def _check_group_ops_placement(b: K.Block) -> None:
 def _check_nontemporal_placement(b: K.Block, par: K.ParFor | None = None,
                                  facts: tuple = (frozenset(), frozenset())) -> None:
     """Nontemporal copies only inside a ParFor body (at any depth), into
-    global memory; nontemporal stores only as `p[i] = v` at the top level of a ParFor
-    body, p a pointer variable to global memory that the body does not
+    global memory; nontemporal stores only as `p[i] = v` at the top level
+    of a ParFor body, p a pointer variable to global memory that the body does not
     declare or otherwise mention, and i the ParFor's counter (kir.Store).
     `facts` (the ids of the enclosing ParFor body's statements and the names
     it declares) is computed once per ParFor: recomputing it for every

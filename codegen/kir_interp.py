@@ -548,8 +548,8 @@ class _Interp:
         pass                            # a hint: any index, no effect
 
     _STM = {K.Set: s_set, K.Store: s_store, K.Alloc: s_alloc, K.Free: s_free,
-            K.CopyMem: s_copy, K.Prefetch: s_prefetch, K.If: s_if, K.For: s_for, K.While: s_while,
-            K.Fail: s_fail, K.ParFor: s_parfor, K.AtomicUpdate: s_atomic}
+            K.CopyMem: s_copy, K.Prefetch: s_prefetch, K.If: s_if, K.For: s_for,
+            K.While: s_while, K.Fail: s_fail, K.ParFor: s_parfor, K.AtomicUpdate: s_atomic}
 
 
 def _argument(p: K.KVar, a):

@@ -52,7 +52,8 @@ def _lines(b: K.Block, ind: str, out: list, messages: list):
             out.append(f"{ind}prefetch({pretty_expr(s.ptr)}[{pretty_expr(s.index)}])")
         elif isinstance(s, K.CopyMem):
             nt = "  # nontemporal" if s.nontemporal else ""
-            out.append(f"{ind}copy({pretty_expr(s.dst)}, {pretty_expr(s.src)}, {pretty_expr(s.count)}){nt}")
+            out.append(f"{ind}copy({pretty_expr(s.dst)}, {pretty_expr(s.src)}, "
+                       f"{pretty_expr(s.count)}){nt}")
         elif isinstance(s, K.If):
             out.append(f"{ind}if {pretty_expr(s.cond)} {{")
             _lines(s.then, ind + "  ", out, messages)

@@ -1,4 +1,5 @@
-"""The CPU backend: kernel IR -> LLVM IR (emit.py: emit_llvm, emit_parfor, emit_stream, emit_unwind) -> shared library (link);
+"""The CPU backend: kernel IR -> LLVM IR (emit.py: emit_llvm, emit_parfor,
+emit_stream, emit_unwind) -> shared library (link);
 runtime.py loads and calls what link built.
 
 backend.py (core IR -> kernel IR -> library) builds on these. The names below

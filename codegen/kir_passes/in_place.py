@@ -19,9 +19,9 @@ nest wrote its five unzipped rows into five temporaries and copied each:
 
 When it applies: in one block, `Alloc(t, c)`, later `CopyMem(dst, t, n)`
 (an ordinary one: a nontemporal copy streams a tile past the caches on
-purpose, mc/stream_tile.py) followed at once by `Free(t)`; in between t is only the pointer of Stores
-(never loaded, never copied from, never a value or part of another
-pointer, never assigned), and t is mentioned nowhere else in the function;
+purpose, mc/stream_tile.py) followed at once by `Free(t)`; in between t is
+only the pointer of Stores (never loaded, never copied from, never a value
+or part of another pointer, never assigned), and t is mentioned nowhere else in the function;
 `dst` and `n` read only variables that nothing between the Alloc and the
 copy assigns, and no pointer variable that may point into dst's block (one
 `dst` reads, or one set from or to such a variable, transitively) is
