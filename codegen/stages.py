@@ -95,8 +95,8 @@ def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
     """The kernel IR passes for a target: hoisting and FMA contraction
     (last) for all; while-loop
     jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
-    already) and streaming stores (x86's; OpenCL C has none) for the mc
-    family; allocation expansion (a kernel has no heap) and coarsening for
+    already) and streaming stores (x86's; OpenCL C has none; not where
+    target.stream_maps is off) for the mc family; allocation expansion (a kernel has no heap) and coarsening for
     the gpu family; rows computed in place of their copies (the mc
     family's: the gpu family expands allocations instead). `quick`: without
     the mc family's SPEED_ONLY passes."""
@@ -110,6 +110,8 @@ def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
           + [("split", split_index_sets), ("jam-while", jam_while_loops),
              ("chunk-scratch", chunk_scratch), ("tile-steps", tile_steps),
              ("parallel-copies", parallel_copies), ("stream-stores", stream_stores), CONTRACT])
+    if not target.stream_maps:
+        mc = [s for s in mc if s[0] != "stream-stores"]
     return [s for s in mc if s[0] not in SPEED_ONLY] if quick else mc
 
 

@@ -36,6 +36,9 @@ class Target:
                                 # stores (AMD Zen: cpu/link.host_target), so a scatter
                                 # whose stores are dense keeps its loop scalar
                                 # (mc/scatter.py)
+    stream_maps: bool = True    # mc: a flat map's large fresh result is written with
+                                # nontemporal stores (kir_passes/streaming.py); off where
+                                # they lose (AMD Zen 5: cpu/link.stream_map_results)
 
     @property
     def gpu(self) -> bool:

@@ -338,9 +338,10 @@ class CpuBackend(Backend):
     def cache_salt(self) -> str:
         from .emit_alloc import stagger_blocks
         from .emit_parfor import schedule_slots
-        from .link import host_cpu, loop_load_pre, slow_vector_scatter
+        from .link import host_cpu, loop_load_pre, slow_vector_scatter, stream_map_results
         return (f"{host_cpu()}:stagger={int(stagger_blocks())}:slots={schedule_slots()}"
-                f":scatter={int(slow_vector_scatter())}:lpre={int(loop_load_pre())}")
+                f":scatter={int(slow_vector_scatter())}:lpre={int(loop_load_pre())}"
+                f":ntmap={int(stream_map_results())}")
 
     def compile(self, path: Path, source_text: str, directory: Path):
         with gc_paused():           # one pause for both (compile_program pauses too)

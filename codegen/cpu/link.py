@@ -261,11 +261,32 @@ def slow_vector_scatter() -> bool:
     return host_cpu().startswith("znver")
 
 
+def stream_map_results() -> bool:
+    """Whether a flat map's large fresh result is written with nontemporal
+    stores (kir_passes/streaming.py). Measured 2026-11-27 (benchmarks/
+    README.md, "Session 40"): on this project's 2-core AMD Zen 5 (LLVM's
+    `znver5`) saxpy with 2^23-2^27 elements, both threads, ran 1.01-1.07x
+    slower with them than with ordinary stores (3.89 against 3.68 ms at
+    2^24) when memory was slow and 1.18-1.20x (2.63 against 2.20 ms) when it
+    was fast; ordinary stores ran as fast as Numba's loop. Where they were
+    measured to win (6.45 -> 4.63 ms at 64 MiB on the 2-core machine this
+    project began on; the H100 machine's Intel Xeon host ahead of Numba)
+    they stay. So: not on `znver5`, elsewhere yes. The streamed tiles and
+    the large copies (mc/stream_tile.py, kir_passes/parallel_copy.py) keep
+    theirs: measured on the Zen 5 as a gain or even.
+    `PYSHARK_STREAM_MAPS=0/1` overrides it (part of the cache key)."""
+    env = os.environ.get("PYSHARK_STREAM_MAPS")
+    if env in ("0", "1"):
+        return env == "1"
+    return not host_cpu().startswith("znver5")
+
+
 def host_target():
     """The multicore target record for this host (codegen/target.py)."""
     from dataclasses import replace
     from ..target import MULTICORE
-    return replace(MULTICORE, slow_scatter=slow_vector_scatter())
+    return replace(MULTICORE, slow_scatter=slow_vector_scatter(),
+                   stream_maps=stream_map_results())
 
 
 def _vector_isa_bits() -> int:

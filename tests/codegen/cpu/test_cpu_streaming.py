@@ -256,17 +256,20 @@ def test_a_large_map_streams(pytestconfig):
 
 @pytest.fixture(scope="module")
 def saxpys(tmp_path_factory, pytestconfig):
-    """saxpy on the cpu backend streaming at every size, and in Python mode."""
+    """saxpy on the cpu backend streaming at every size (on every host:
+    PYSHARK_STREAM_MAPS=1), and in Python mode."""
     from pyshark import Wrapper
     path = pytestconfig.rootpath / SAXPY
     cache = tmp_path_factory.mktemp("c")
     old, S.STREAM_MIN_BYTES = S.STREAM_MIN_BYTES, 0
-    try:
-        cpu = Wrapper("cpu", cache_dir=cache)
-        cpu.add_source_file(path)
-        cpu.compile_and_load()
-    finally:
-        S.STREAM_MIN_BYTES = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("PYSHARK_STREAM_MAPS", "1")
+        try:
+            cpu = Wrapper("cpu", cache_dir=cache)
+            cpu.add_source_file(path)
+            cpu.compile_and_load()
+        finally:
+            S.STREAM_MIN_BYTES = old
     (kernels,) = [p.read_text() for p in cache.rglob("kernels.txt")]
     assert ">= 0i64) {" in kernels and "# nontemporal" in kernels
     py = Wrapper("python", cache_dir=tmp_path_factory.mktemp("p"))
@@ -284,8 +287,10 @@ def test_streaming_map_equals_python_mode(saxpys, count):
     assert np.array_equal(cpu.saxpy(a, x, y), want)
 
 
-def test_streaming_map_above_the_default_threshold(tmp_path, pytestconfig):
+@pytest.mark.parametrize("stream", ["0", "1"])
+def test_streaming_map_above_the_default_threshold(tmp_path, pytestconfig, monkeypatch, stream):
     from pyshark import Wrapper
+    monkeypatch.setenv("PYSHARK_STREAM_MAPS", stream)
     cpu = Wrapper("cpu", cache_dir=tmp_path)
     cpu.add_source_file(pytestconfig.rootpath / SAXPY)
     cpu.compile_and_load()
@@ -293,3 +298,20 @@ def test_streaming_map_above_the_default_threshold(tmp_path, pytestconfig):
     rng = np.random.default_rng(5)
     x, y = rng.random(count, dtype=np.float32), rng.random(count, dtype=np.float32)
     assert np.array_equal(cpu.saxpy(np.float32(2.5), x, y), np.float32(2.5) * x + y)
+
+
+def test_the_host_switch_leaves_the_pass_out_and_keys_the_cache(monkeypatch):
+    """cpu/link.stream_map_results: off on AMD Zen 5, where nontemporal
+    stores lost to ordinary ones (benchmarks/README.md, "Session 40");
+    the switch drops the stage and changes the cache key."""
+    from pyshark.codegen.cpu.backend import CpuBackend
+    from pyshark.codegen.stages import kir_stages
+    monkeypatch.setenv("PYSHARK_STREAM_MAPS", "1")
+    assert link.host_target().stream_maps
+    assert "stream-stores" in [n for n, _ in kir_stages(link.host_target())]
+    on = CpuBackend().cache_salt()
+    monkeypatch.setenv("PYSHARK_STREAM_MAPS", "0")
+    assert "stream-stores" not in [n for n, _ in kir_stages(link.host_target())]
+    assert CpuBackend().cache_salt() != on
+    monkeypatch.delenv("PYSHARK_STREAM_MAPS")
+    assert link.stream_map_results() == (not link.host_cpu().startswith("znver5"))
