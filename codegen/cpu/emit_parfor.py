@@ -76,9 +76,9 @@ from .. import kir as K
 from ..kir_traverse import has_loop, walk_stms
 from .emit_llvm import FnEmitter
 from .llvm_types import (CTX_CODE, CTX_SIGINT, CTX_TYPE, I1, I32, I64, PTR, VOID, alloca,
-                         elem_size, mem_type, reg_type, streaming_fence)
+                         counted_loop, elem_size, mem_type, reg_type, streaming_fence)
 from .emit_ssa import ssa_vars
-from .emit_stream import LINE as _LINE, copy_lines, counted_loop
+from .emit_stream import LINE as _LINE, copy_lines
 from .emit_unwind import BODY_POLL_STRIDE, SEQ_CHUNK, Unwinder, strips
 
 _BLOCK_BYTES = 2048         # the per-array block buffer of a streaming loop
@@ -122,7 +122,7 @@ def _streaming_loop(bem: FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
         low = b.and_(b.ptrtoint(bem.values[n], I64), I64(_LINE - 1))
         aligned = b.and_(aligned, b.icmp_unsigned("==", low, I64(0)))
 
-    def blocks(start):
+    def blocks(start, _done):
         # [start, end): up to the next multiple of `block`, at most hi
         end = b.and_(b.add(start, I64(block)), I64(-block))
         end = b.select(b.icmp_signed("<", end, hi), end, hi)
@@ -134,7 +134,7 @@ def _streaming_loop(bem: FnEmitter, s: K.ParFor, lo: ir.Value, hi: ir.Value):
             _flush(bem, tmp, elem[n], _LINE // sizes[n], bem.values[n], base,
                    b.sub(start, base), b.sub(end, base), aligned)
         return end
-    counted_loop(b, bem.fn, lo, hi, blocks)
+    counted_loop(b, bem.fn, lo, hi, blocks, "nt")
     streaming_fence(bem)
 
 

@@ -17,26 +17,9 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from .llvm_types import I64
+from .llvm_types import I64, counted_loop
 
 LINE = 64                   # bytes of a cache line: the streaming alignment
-
-
-def counted_loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn):
-    """for (k = lo; k < hi; k = step_fn(k)), step_fn emitting the body."""
-    pre = b.block
-    head, body, done = (fn.append_basic_block("nt.cond"), fn.append_basic_block("nt.body"),
-                        fn.append_basic_block("nt.end"))
-    b.branch(head)
-    b.position_at_end(head)
-    k = b.phi(I64)
-    k.add_incoming(lo, pre)
-    b.cbranch(b.icmp_signed("<", k, hi), body, done)
-    b.position_at_end(body)
-    nxt = step_fn(k)
-    k.add_incoming(nxt, b.block)
-    b.branch(head)
-    b.position_at_end(done)
 
 
 def stream_copy(em, dst: ir.Value, src: ir.Value, n: ir.Value, ty: ir.Type, size: int) -> None:
@@ -64,16 +47,16 @@ def copy_lines(em, dst: ir.Value, src: ir.Value, ty: ir.Type, line: int, src_ali
     s, ls, le, e = cuts
     vty = ir.VectorType(ty, line)
 
-    def one(k):
+    def one(k, _done):
         v = b.load(b.gep(src, [k], inbounds=True, source_etype=ty), typ=ty)
         b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty))
         return b.add(k, I64(1))
 
-    def whole_line(k):
+    def whole_line(k, _done):
         v = b.load(b.gep(src, [k], inbounds=True, source_etype=ty), typ=vty, align=src_align)
         st = b.store(v, b.gep(dst, [k], inbounds=True, source_etype=ty), align=LINE)
         st.set_metadata("nontemporal", em.mod.nontemporal_md())
         return b.add(k, I64(line))
-    counted_loop(b, em.fn, s, ls, one)
-    counted_loop(b, em.fn, ls, le, whole_line)
-    counted_loop(b, em.fn, le, e, one)
+    counted_loop(b, em.fn, s, ls, one, "nt")
+    counted_loop(b, em.fn, ls, le, whole_line, "nt")
+    counted_loop(b, em.fn, le, e, one, "nt")

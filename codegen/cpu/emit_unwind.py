@@ -53,7 +53,8 @@ import weakref
 from llvmlite import ir
 
 from .. import kir as K
-from .llvm_types import CTX_ARGS, CTX_CODE, CTX_MSG, CTX_SIGINT, CTX_TYPE, streaming_fence
+from .llvm_types import (CTX_ARGS, CTX_CODE, CTX_MSG, CTX_SIGINT, CTX_TYPE, counted_loop,
+                         streaming_fence)
 from .llvm_types import I1 as _I1, I8 as _I8, I32 as _I32, I64 as _I64, PTR as _PTR, VOID as _VOID
 from .runtime import SIGINT_SHARED
 
@@ -498,22 +499,15 @@ def strips(em, lo: ir.Value, hi: ir.Value, stride: int, run):
     the loop, where the builder is left). The strip's own loop keeps its
     single exit, so LLVM vectorizes and unswitches it as before."""
     b = em.b
-    pre = b.block
-    head, strip, end = (em.new_block("strip.cond"), em.new_block("strip.body"),
-                        em.new_block("strip.end"))
-    b.branch(head)
-    b.position_at_end(head)
-    c = b.phi(_I64)
-    c.add_incoming(lo, pre)
-    b.cbranch(b.icmp_signed("<", c, hi), strip, end)
-    b.position_at_end(strip)
-    e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(stride)), b.add(c, _I64(stride)), hi)
-    run(c, e, end)
-    if not b.block.is_terminated:
+
+    def step(c, end):
+        e = b.select(b.icmp_signed(">", b.sub(hi, c), _I64(stride)), b.add(c, _I64(stride)), hi)
+        run(c, e, end)
+        if b.block.is_terminated:
+            return None
         em.poll()
-        c.add_incoming(e, b.block)
-        b.branch(head)
-    b.position_at_end(end)
+        return e
+    counted_loop(b, em.fn, lo, hi, step, "strip")
 
 
 def poll(em, interrupt_msg: int):

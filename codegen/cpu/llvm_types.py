@@ -68,3 +68,26 @@ def streaming_fence(em) -> None:
         em.b.call(em.decls.get("llvm.x86.sse.sfence", VOID, []), [])
     else:
         em.b.fence("seq_cst")
+
+
+def counted_loop(b: ir.IRBuilder, fn: ir.Function, lo: ir.Value, hi: ir.Value, step_fn,
+                 name: str = "loop") -> None:
+    """for (k = lo; k < hi; k = step_fn(k, done)): step_fn emits the body
+    and returns the next k, or None where it ended the block itself (a
+    branch to `done`, the block after the loop, where the builder is left).
+    One exit, so LLVM vectorizes and unswitches the loops inside it."""
+    pre = b.block
+    head, body, done = (fn.append_basic_block(name + ".cond"),
+                        fn.append_basic_block(name + ".body"),
+                        fn.append_basic_block(name + ".end"))
+    b.branch(head)
+    b.position_at_end(head)
+    k = b.phi(I64)
+    k.add_incoming(lo, pre)
+    b.cbranch(b.icmp_signed("<", k, hi), body, done)
+    b.position_at_end(body)
+    nxt = step_fn(k, done)
+    if nxt is not None and not b.block.is_terminated:
+        k.add_incoming(nxt, b.block)
+        b.branch(head)
+    b.position_at_end(done)
