@@ -96,10 +96,11 @@ def kir_stages(target: Target = MULTICORE, quick: bool = False) -> list[Stage]:
     (last) for all; while-loop
     jamming (a CPU's latency hiding: a GPU runs work-items in lockstep
     already) and streaming stores (x86's; OpenCL C has none; not where
-    target.stream_maps is off) for the mc family; allocation expansion (a kernel has no heap) and coarsening for
-    the gpu family; rows computed in place of their copies (the mc
-    family's: the gpu family expands allocations instead). `quick`: without
-    the mc family's SPEED_ONLY passes."""
+    target.stream_maps is off) for the mc family; allocation expansion (a
+    kernel has no heap) and coarsening for the gpu family; rows computed in
+    place of their copies (the mc family's: the gpu family expands
+    allocations instead). `quick`: without the mc family's SPEED_ONLY
+    passes."""
     stages: list[Stage] = [("hoist-allocations", hoist_allocations)]
     if target.gpu:
         # no index-set splitting: its pieces are more launches, and on the
